@@ -1,0 +1,39 @@
+# One place for the set-up: `make demo` and `make test` each create the venv and install what they need.
+# CPU by default: torch==2.13.0 (a CPU wheel) is installed first, then the package; on a GPU machine run
+# `make TORCH_SPEC="torch" EXTRAS="test,vllm" test` (or install your own CUDA torch before `pip install -e`).
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+EXTRAS ?= test
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.remark-installed
+
+.PHONY: install test lint format demo clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# The test command (CI runs exactly this): lint, then the whole suite on CPU, two workers.
+test: lint
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 -q
+
+# The demo: synthetic multi-responder data -> SFT -> ReMaRk and Rank-GRPO -> eval with CIs -> report.
+demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/remark demo --out runs/demo
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache

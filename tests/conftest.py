@@ -1,0 +1,58 @@
+"""Shared fixtures: the real public data (skipped when absent) and a tiny local model (no hub access)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    """``$REMARK_DATA_DIR`` or ``../shared/data`` next to the repository; None when neither exists."""
+    env = os.environ.get("REMARK_DATA_DIR")
+    for candidate in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data"]:
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The public data folder; tests that need it skip with the reason when it is absent."""
+    found = shared_data_dir()
+    if found is None:
+        pytest.skip("public data not found: set REMARK_DATA_DIR or place it at ../shared/data")
+    return found
+
+
+TINY_TITLES = [
+    "The Matrix (1999)",
+    "Arrival (2016)",
+    "Interstellar (2014)",
+    "Blade Runner (1982)",
+    "Inception (2010)",
+    "Annihilation (2018)",
+    "Contact (1997)",
+    "Moon (2009)",
+    "Solaris (1972)",
+    "Primer (2004)",
+    "Gattaca (1997)",
+    "Ex Machina (2014)",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A ~1M-parameter Qwen2 model and a byte-level BPE tokenizer trained on a few titles, saved locally."""
+    from remark.tiny import TinySpec, build_tiny_model
+
+    corpus = ["\n".join(TINY_TITLES[i:] + TINY_TITLES[:i]) for i in range(len(TINY_TITLES))]
+    corpus += ["Recommend movies like Arrival, one per line as Title (Year)."] * 4
+    spec = TinySpec(vocab_size=512, hidden_size=64, intermediate_size=128)
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"), corpus, spec=spec, seed=0)
