@@ -1,0 +1,245 @@
+"""Score lists of catalog ids against pooled requests: per-responder, union and single-mention views.
+
+This is the one scoring path for evaluation *and* the trainer's validation (design.md: train and eval never
+compute "the same" metric in two places). Input: the pooled ``requests`` frame (``request_id``, ``seen``,
+``responders``, ``union``, ``counts``; data_prep's schema) and one ranked list of grounded catalog ids per
+request (``None`` for a slot that did not parse or ground), or several lists per request (sampled
+evaluation) with ``list_request`` giving each list's request row. Output: a per-request table in the
+training eval-log format (docs/architecture.md): ``request_id``, one ``eval/<metric>@<k>/<view>`` column per
+metric, ``n_rows`` (the per-responder weight) and list diagnostics.
+
+Views (design.md, "Metrics"):
+
+- ``per_responder``: one row per (request, responder), ``T = R_r``; rows averaged over all rows, as
+  Rank-GRPO. Per request we store the mean over its rows and ``n_rows``; the overall value is the ratio of
+  sums ``sum(n_rows * value) / sum(n_rows)``, so a request's responders move together in the bootstrap.
+- ``union``: one row per request, ``T = union`` (anyone named it); averaged over requests.
+- ``single_mention``: ``T`` = union items with ``c = 1``; requests without any are excluded and counted.
+
+Exclusions are never silent: responders with no grounded item, requests with an empty union, requests
+without single-mention items get null values and are counted in :attr:`ScoredLists.counts`. ``T`` is taken
+as given (seen items are not removed from it; data_prep keeps them out of ``responders``).
+With several lists per request (samples), a request's value is the mean over its lists (and responders).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from eval.metrics import (
+    DEFAULT_KS,
+    METRICS,
+    apply_eligibility,
+    check_ks,
+    check_metrics,
+    eligibility,
+    hit_matrix,
+    metrics_at_k,
+    pad_lists,
+    pair_keys,
+)
+
+View = Literal["per_responder", "union", "single_mention"]
+VIEWS: tuple[View, ...] = ("per_responder", "union", "single_mention")
+REQUIRED_COLUMNS = ("request_id", "seen", "responders", "union", "counts")
+
+
+def metric_key(metric_at_k: str, view: str) -> str:
+    """Namespaced metric name, e.g. ``metric_key("recall@20", "union") == "eval/recall@20/union"``."""
+    return f"eval/{metric_at_k}/{view}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``"eval/recall@20/union"`` -> ``("recall@20", "union")``."""
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] != "eval" or parts[2] not in VIEWS or "@" not in parts[1]:
+        raise ValueError(f"not a metric key of the form eval/<metric>@<k>/<view>: {key!r}")
+    return parts[1], parts[2]
+
+
+def weights_for(per_request: pl.DataFrame, key: str) -> np.ndarray:
+    """Per-request weights of a metric column: ``n_rows`` for per-responder keys, else 1; 0 where null."""
+    values = per_request[key]
+    if split_key(key)[1] == "per_responder":
+        w = per_request["n_rows"].cast(pl.Float64).to_numpy()
+    else:
+        w = np.ones(per_request.height)
+    return np.where(values.is_null().to_numpy(), 0.0, w)
+
+
+def weighted_means(per_request: pl.DataFrame, keys: Sequence[str]) -> dict[str, float]:
+    """Point estimates: ``sum(w * v) / sum(w)`` per key (NaN when every request is excluded)."""
+    out = {}
+    for key in keys:
+        w = weights_for(per_request, key)
+        v = per_request[key].fill_null(0.0).to_numpy().astype(np.float64)
+        out[key] = float((w * v).sum() / w.sum()) if w.sum() > 0 else float("nan")
+    return out
+
+
+@dataclass
+class ScoredLists:
+    """Result of :func:`score_lists`."""
+
+    per_request: pl.DataFrame
+    keys: tuple[str, ...]
+    counts: dict[str, int]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def means(self) -> dict[str, float]:
+        """``{"eval/recall@20/union": mean, ...}``: what a trainer logs to ``eval_log.jsonl``."""
+        return weighted_means(self.per_request, self.keys)
+
+
+def _flat(series: pl.Series) -> tuple[pl.Series, np.ndarray]:
+    """A list column -> (its items concatenated, lengths ``(n,)``); null lists count as empty."""
+    lengths = series.list.len().fill_null(0).to_numpy().astype(np.int64)
+    return series.explode(empty_as_null=False, keep_nulls=False), lengths
+
+
+def _by_group(values: np.ndarray, group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sum of non-NaN ``values`` and their count per group (``np.bincount``)."""
+    ok = ~np.isnan(values)
+    sums = np.bincount(group[ok], weights=values[ok], minlength=n_groups)
+    return sums, np.bincount(group[ok], minlength=n_groups)
+
+
+def _distinct_per_group(group: np.ndarray, codes: np.ndarray, n_items: int, n_groups: int) -> np.ndarray:
+    ok = codes >= 0
+    keys = np.unique(pair_keys(group[ok], codes[ok], n_items))
+    return np.bincount(keys // n_items, minlength=n_groups)
+
+
+def score_lists(
+    requests: pl.DataFrame,
+    ranked: Sequence[Sequence[str | None]] | pl.Series,
+    *,
+    list_request: Sequence[int] | np.ndarray | None = None,
+    ks: Sequence[int] = DEFAULT_KS,
+    metrics: Sequence[str] = METRICS,
+    views: Sequence[str] = VIEWS,
+    compact: bool = True,
+) -> ScoredLists:
+    """Score ranked lists of catalog ids (``None`` = empty slot) against pooled requests.
+
+    ``ranked`` has L lists; ``list_request[l]`` is the row of ``requests`` list ``l`` answers (default:
+    list l answers row l, so L must equal the number of requests). Every request needs at least one list.
+    Returns per-request values (mean over the request's lists) for each ``eval/<metric>@<k>/<view>``.
+    """
+    missing = [c for c in REQUIRED_COLUMNS if c not in requests.columns]
+    if missing:
+        raise ValueError(f"requests frame lacks column(s) {missing}; expected data_prep's pooled schema")
+    ks = check_ks(ks)
+    names = check_metrics(metrics)
+    bad = [v for v in views if v not in VIEWS]
+    if bad or not views:
+        raise ValueError(f"unknown view(s) {bad or list(views)!r}; valid: {', '.join(VIEWS)}")
+    n_req = requests.height
+    ranked_s = (
+        ranked.cast(pl.List(pl.String))
+        if isinstance(ranked, pl.Series)
+        else pl.Series("ranked", [list(x) for x in ranked], dtype=pl.List(pl.String))
+    )
+    n_lists = ranked_s.len()
+    group_L = np.arange(n_req) if list_request is None else np.asarray(list_request, dtype=np.int64).ravel()
+    if group_L.shape != (n_lists,):
+        raise ValueError(f"{n_lists} lists but list_request maps {group_L.shape[0]} (one entry per list)")
+    if n_lists and (group_L.min() < 0 or group_L.max() >= n_req):
+        raise ValueError("list_request holds an index outside the requests frame")
+    lists_per_req = np.bincount(group_L, minlength=n_req)
+    if (lists_per_req == 0).any():
+        first = requests["request_id"][int(np.argmin(lists_per_req))]
+        raise ValueError(f"{int((lists_per_req == 0).sum())} request(s) have no list (first: {first!r})")
+
+    # One integer code per distinct string across lists, seen, union and responders (dense rank).
+    ranked_flat, list_len = _flat(ranked_s)
+    seen_flat, seen_len = _flat(requests["seen"])
+    union_flat, union_len = _flat(requests["union"])
+    counts_flat, counts_len = _flat(requests["counts"])
+    if not np.array_equal(union_len, counts_len):
+        row = int(np.argmax(union_len != counts_len))
+        raise ValueError(f"request {requests['request_id'][row]!r}: 'counts' is not aligned with 'union'")
+    resp_lists, n_resp = _flat(requests["responders"])
+    resp_flat, resp_len = _flat(resp_lists)
+    parts = [ranked_flat, seen_flat, union_flat, resp_flat]
+    codes = pl.concat([p.cast(pl.String) for p in parts]).rank("dense").fill_null(0).to_numpy()
+    codes = codes.astype(np.int64) - 1
+    n_items = int(codes.max(initial=-1)) + 2  # +1 spare code so no key ever collides
+    bounds = np.cumsum([0] + [p.len() for p in parts])
+    c_ranked, c_seen, c_union, c_resp = (codes[bounds[i] : bounds[i + 1]] for i in range(4))
+
+    ids = pad_lists(c_ranked, list_len)
+    seen_group = np.repeat(np.arange(n_req), seen_len)
+    seen_keys = pair_keys(seen_group[c_seen >= 0], c_seen[c_seen >= 0], n_items)
+    elig = eligibility(ids, group_L, seen_keys, n_items)
+    slots = apply_eligibility(ids, elig, compact=compact)
+    distinct = eligibility(ids, group_L, np.empty(0, np.int64), n_items)
+
+    columns: dict[str, np.ndarray] = {}
+    counts: dict[str, int] = {"n_requests": n_req, "n_lists": n_lists}
+    n_rows_req = np.zeros(n_req, dtype=np.int64)
+
+    def add_view(view: str, values: dict[str, np.ndarray], row_req: np.ndarray) -> None:
+        for name, v in values.items():
+            s, c = _by_group(v, row_req, n_req)
+            columns[metric_key(name, view)] = np.where(c > 0, s / np.maximum(c, 1), np.nan)
+
+    req_union = np.repeat(np.arange(n_req), union_len)
+    for view in (v for v in VIEWS if v in views and v != "per_responder"):
+        mask = np.ones(c_union.shape, bool) if view == "union" else counts_flat.to_numpy() == 1
+        keys = pair_keys(req_union[mask], c_union[mask], n_items)
+        n_t = _distinct_per_group(req_union[mask], c_union[mask], n_items, n_req)
+        hits = hit_matrix(slots, group_L, keys, n_items)
+        add_view(view, metrics_at_k(hits, n_t[group_L], ks, names), group_L)
+        counts[f"{view}/n_excluded_requests"] = int((n_t == 0).sum())
+    if "per_responder" in views:
+        n_g = int(n_resp.sum())
+        resp_req = np.repeat(np.arange(n_req), n_resp)
+        resp_start = np.cumsum(n_resp) - n_resp
+        item_group = np.repeat(np.arange(n_g), resp_len)
+        keys = pair_keys(item_group[c_resp >= 0], c_resp[c_resp >= 0], n_items)
+        n_t = _distinct_per_group(item_group, c_resp, n_items, n_g)
+        nr = n_resp[group_L]
+        row_list = np.repeat(np.arange(n_lists), nr)
+        row_resp = resp_start[group_L][row_list] + (np.arange(nr.sum()) - np.repeat(np.cumsum(nr) - nr, nr))
+        hits = hit_matrix(slots[row_list], row_resp, keys, n_items)
+        add_view("per_responder", metrics_at_k(hits, n_t[row_resp], ks, names), group_L[row_list])
+        n_rows_req = np.bincount(resp_req[n_t > 0], minlength=n_req)
+        counts["per_responder/n_rows"] = int(n_rows_req.sum())
+        counts["per_responder/n_excluded_rows"] = int((n_t == 0).sum())
+        counts["per_responder/n_excluded_requests"] = int((n_rows_req == 0).sum())
+
+    def per_req_mean(x: np.ndarray) -> np.ndarray:
+        return np.bincount(group_L, weights=x.astype(np.float64), minlength=n_req) / lists_per_req
+
+    has = ids >= 0
+    seen_slots = has & np.isin(pair_keys(group_L[:, None], ids, n_items), seen_keys)
+    counts.update(
+        n_slots=int(list_len.sum()),
+        n_empty_lists=int((list_len == 0).sum()),
+        n_ungrounded_slots=int(list_len.sum() - has.sum()),
+        n_seen_slots=int(seen_slots.sum()),
+        n_repeat_slots=int(has.sum() - distinct.sum()),
+    )
+    keys_out = tuple(metric_key(f"{m}@{k}", v) for v in VIEWS if v in views for m in names for k in ks)
+    frame = pl.DataFrame(
+        {
+            "request_id": requests["request_id"].cast(pl.String),
+            "n_lists": lists_per_req.astype(np.int64),
+            "n_responders": n_resp,
+            "n_rows": n_rows_req.astype(np.int64),
+            **{k: columns[k] for k in keys_out},
+            "list/length": per_req_mean(list_len),
+            "list/grounded": per_req_mean(has.sum(1)),
+            "list/distinct": per_req_mean(distinct.sum(1)),
+            "list/eligible": per_req_mean(elig.sum(1)),
+        },
+        nan_to_null=True,
+    )
+    settings = {"compact": compact, "ks": list(ks), "metrics": list(names), "views": list(views)}
+    return ScoredLists(per_request=frame, keys=keys_out, counts=counts, settings=settings)
