@@ -1,0 +1,151 @@
+"""Markdown tables and PNG plots for scores, paired comparisons and validation curves.
+
+Plots use matplotlib's object API on the Agg canvas (``matplotlib.figure.Figure``; no pyplot, no global
+backend state), and are written atomically (``catalog.io.atomic_write``). Tables say how the numbers were
+made (compaction, matching, CI method), since Rank-GRPO-comparable and union numbers differ.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from catalog.io import atomic_write
+from eval.steps import Curve
+from eval.views import VIEWS
+
+Table = Mapping[str, Mapping[str, Mapping[str, float]]]  # view -> "recall@10" -> {mean, ci_low, ci_high}
+
+
+def _fmt(cell: Mapping[str, float] | None, scale: float = 1.0, digits: int = 4) -> str:
+    if cell is None:
+        return "-"
+    m, lo, hi = (cell[k] * scale for k in ("mean", "ci_low", "ci_high"))
+    if math.isnan(m):
+        return "n/a"
+    ci = "" if math.isnan(lo) else f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return f"{m:.{digits}f}{ci}"
+
+
+def _metric_order(names: Sequence[str]) -> list[str]:
+    def sort_key(name: str) -> tuple[int, int]:
+        metric, k = name.split("@")
+        order = ("recall", "ndcg", "precision", "hit")
+        return (order.index(metric) if metric in order else len(order), int(k))
+
+    return sorted(set(names), key=sort_key)
+
+
+def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str:
+    """A markdown table: one row per metric, one column per view, ``mean [ci_low, ci_high]``."""
+    views = [v for v in VIEWS if v in result]
+    names = _metric_order([m for v in views for m in result[v]])
+    lines = [f"## {title}", ""]
+    settings = result.get("settings", {})
+    if settings:
+        lines += [
+            "Settings: " + ", ".join(f"{k} = {v}" for k, v in settings.items() if not isinstance(v, dict)),
+            "",
+        ]
+    ci = result.get("ci")
+    if ci:
+        lines += [
+            f"CIs: {ci.get('confidence_level', 0.95):.0%} bootstrap over requests ({ci.get('method')}, "
+            f"{ci.get('n_resamples')} resamples, seed {ci.get('seed')}).",
+            "",
+        ]
+    lines += ["| metric | " + " | ".join(views) + " |", "|---|" + "---|" * len(views)]
+    for name in names:
+        lines.append(f"| {name} | " + " | ".join(_fmt(result[v].get(name)) for v in views) + " |")
+    counts = result.get("counts")
+    if counts:
+        lines += ["", "Counts: " + ", ".join(f"{k} = {v}" for k, v in counts.items())]
+    warnings = result.get("warnings")
+    if warnings:
+        lines += ["", "Warnings: " + "; ".join(f"{k}: {v}" for k, v in warnings.items())]
+    return "\n".join(lines) + "\n"
+
+
+def compare_markdown(diff: Mapping[str, Any], *, name_a: str = "A", name_b: str = "B") -> str:
+    """Paired differences ``A - B`` in points (x100), one row per metric, one column per view."""
+    views = [v for v in VIEWS if v in diff]
+    names = _metric_order([m for v in views for m in diff[v]])
+    lines = [f"## {name_a} - {name_b} (paired on {diff.get('n_requests', '?')} requests, points)", ""]
+    lines += ["| metric | " + " | ".join(views) + " |", "|---|" + "---|" * len(views)]
+    for name in names:
+        lines.append(f"| {name} | " + " | ".join(_fmt(diff[v].get(name), 100.0, 2) for v in views) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    return Path(path)
+
+
+def plot_metrics(result: Table, path: str | Path, *, title: str = "") -> Path:
+    """PNG: one panel per metric family, the value against k per view, with CI error bars."""
+    from matplotlib.figure import Figure
+
+    views = [v for v in VIEWS if v in result]
+    families = list(dict.fromkeys(m.split("@")[0] for v in views for m in _metric_order(list(result[v]))))
+    fig = Figure(figsize=(4.2 * len(families), 3.4))
+    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    for ax, fam in zip(axes, families):
+        for view in views:
+            names = [m for m in _metric_order(list(result[view])) if m.startswith(fam + "@")]
+            ks = [int(m.split("@")[1]) for m in names]
+            mean = np.array([result[view][m]["mean"] for m in names])
+            lo = np.array([result[view][m]["ci_low"] for m in names])
+            hi = np.array([result[view][m]["ci_high"] for m in names])
+            err = np.nan_to_num(np.vstack([mean - lo, hi - mean]))
+            ax.errorbar(ks, mean, yerr=err, marker="o", capsize=3, label=view)
+        ax.set_xlabel("k")
+        ax.set_ylabel(fam)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_curves(
+    curves: Sequence[Curve],
+    path: str | Path,
+    *,
+    reach: Mapping[str, Any] | None = None,
+    title: str = "",
+) -> Path:
+    """PNG: validation curves with CI bands (one line per run); optionally the steps-to-reach target."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.subplots()
+    for c in curves:
+        (line,) = ax.plot(c.x, c.mean, marker=".", label=c.name)
+        ok = ~np.isnan(c.low)
+        if ok.any():
+            ax.fill_between(c.x[ok], c.low[ok], c.high[ok], color=line.get_color(), alpha=0.2, linewidth=0)
+    if reach is not None and math.isfinite(reach.get("baseline_value", math.nan)):
+        ax.axhline(
+            reach["baseline_value"],
+            color="grey",
+            linestyle="--",
+            linewidth=1,
+            label=f"baseline at step {reach['baseline_step']}",
+        )
+        if reach.get("reached"):
+            ax.axvline(reach["step"], color="grey", linestyle=":", linewidth=1)
+    key = curves[0].key if curves else ""
+    ax.set_xlabel(curves[0].x_name if curves else "step")
+    ax.set_ylabel(re.sub(r"^eval/", "", key))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return _save(fig, path)
