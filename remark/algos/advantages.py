@@ -1,0 +1,161 @@
+"""Per-rank advantages from per-rank rewards: a group baseline divided by a registered scale.
+
+For request b, its G lists and rank k (design.md "Rank advantages"):
+
+    A_{b,g,k} = (r_{b,g,k} - baseline_{b,g,k}) / s_{b,k}
+
+- baseline ``mean`` (kind ``baseline``): mean_g r_{b,.,k}, GRPO's group mean. Other baselines (an RLOO
+  leave-one-out mean, ...) are added by registering ``fn(rewards_BGK) -> baseline`` (broadcastable).
+- scale (kind ``scale``), ``fn(rewards_BGK, *, eps, mask_B=None) -> s`` broadcastable to (B, G, K):
+  ``group``: unbiased std over the G lists + eps (Rank-GRPO, eps 1e-4); ``batch``: unbiased std of rank
+  k over every (b, g) of the batch + eps; ``none``: 1 (Dr. GRPO; no eps).
+
+Zero-variance groups give A = 0, never NaN: the std is 0 and eps keeps the denominator positive
+(``batch`` with fewer than two valid entries uses std 0). Departure from Rank-GRPO: besides ``group`` it
+only had one scaling; ``responder_rb`` (exact Rao-Blackwellisation of its update) is new and handled by
+:func:`rank_advantages` on per-responder rewards ``rewards_RNK``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from remark.algos.registry import get, register
+
+__all__ = ["rank_advantages", "scale_advantages"]
+
+
+def _as_float(rewards: torch.Tensor) -> torch.Tensor:
+    if not isinstance(rewards, torch.Tensor):
+        raise ValueError(f"rewards must be a torch.Tensor, got {type(rewards).__name__}")
+    if not rewards.is_floating_point():
+        rewards = rewards.to(torch.float32)
+    if not torch.isfinite(rewards).all():
+        raise ValueError("rewards contain NaN or inf; rank rewards must be finite")
+    return rewards
+
+
+@register("baseline", "mean")
+def mean_baseline(rewards_BGK: torch.Tensor) -> torch.Tensor:
+    """baseline_B1K = mean over the G lists of the group (GRPO)."""
+    return rewards_BGK.mean(1, keepdim=True)
+
+
+@register("scale", "group")
+def group_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
+    """s_B1K = std_g(r_{b,g,k}) (unbiased, G - 1 in the denominator) + eps (Rank-GRPO)."""
+    return rewards_BGK.std(1, keepdim=True, unbiased=True) + eps
+
+
+@register("scale", "batch")
+def batch_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
+    """s_11K = unbiased std of rank k over all valid (b, g) of the batch + eps (groups with
+    ``mask_B`` False are left out; fewer than two entries give std 0)."""
+    b, g, k = rewards_BGK.shape
+    w_B11 = (torch.ones(b) if mask_B is None else mask_B.to(rewards_BGK.dtype)).to(rewards_BGK.dtype)[
+        :, None, None
+    ]
+    n = w_B11.sum() * g
+    mean_K = (rewards_BGK * w_B11).sum((0, 1)) / n.clamp(min=1)
+    var_K = (((rewards_BGK - mean_K) ** 2) * w_B11).sum((0, 1)) / (n - 1).clamp(min=1)
+    std_K = torch.where(n > 1, var_K.sqrt(), torch.zeros_like(var_K))
+    return (std_K + eps).reshape(1, 1, k)
+
+
+@register("scale", "none")
+def no_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
+    """s = 1 (Dr. GRPO: no std normalisation, no eps)."""
+    return torch.ones((), dtype=rewards_BGK.dtype)
+
+
+def scale_advantages(
+    rewards_BGK: torch.Tensor,
+    mode: str = "group",
+    eps: float = 1e-4,
+    *,
+    baseline: str = "mean",
+    mask_B: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """adv_BGK = (rewards_BGK - baseline) / scale, per request b, list g, rank k.
+
+    Parameters
+    ----------
+    rewards_BGK : (B, G, K) tensor, finite; G >= 2.
+    mode : a ``scale`` name: ``group``, ``batch`` or ``none`` (``names("scale")``).
+    eps : added to std-based scales.
+    baseline : a ``baseline`` name (``mean``).
+    mask_B : bool (B,), optional; groups with False are padding: left out of ``batch`` statistics and
+        given advantage 0.
+    """
+    if rewards_BGK.ndim != 3:
+        raise ValueError(
+            f"rewards_BGK must be 3-D (requests B, lists G, ranks K), got shape {tuple(rewards_BGK.shape)}; "
+            "reshape completion rows with .view(-1, G, K)"
+        )
+    b, g, _ = rewards_BGK.shape
+    if g < 2:
+        raise ValueError(f"group-relative advantages need G >= 2 lists per request, got G = {g}")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    if mask_B is not None and tuple(mask_B.shape) != (b,):
+        raise ValueError(f"mask_B must have shape ({b},), got {tuple(mask_B.shape)}")
+    rewards_BGK = _as_float(rewards_BGK)
+    centred = rewards_BGK - get("baseline", baseline)(rewards_BGK)
+    adv = centred / get("scale", mode)(rewards_BGK, eps=eps, mask_B=mask_B)
+    if mask_B is not None:
+        adv = adv * mask_B.to(adv.dtype)[:, None, None]
+    return adv
+
+
+def rank_advantages(
+    rewards: torch.Tensor,
+    *,
+    group_size: int,
+    mode: str = "group",
+    eps: float = 1e-4,
+    baseline: str = "mean",
+    mask_RN: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """adv_RK for completion rows (groups of ``group_size`` consecutive rows), after gathering.
+
+    - ``rewards_RK`` (R, K): ``scale_advantages(rewards.view(B, G, K), ...)`` reshaped back to (R, K).
+    - ``rewards_RNK`` (R, N, K) with ``mask_RN`` (``responder_rb``): each responder n's rewards are
+      scaled over the G lists of its group as if it were the drawn responder, then averaged over the
+      request's responders: adv_{r,k} = sum_n m_{r,n} A^{(n)}_{r,k} / sum_n m_{r,n} (0 when n_x = 0).
+      With ``batch`` the std of rank k runs over every valid (b, n, g).
+    """
+    rewards = _as_float(rewards)
+    if rewards.ndim not in (2, 3):
+        raise ValueError(f"rewards must be (R, K) or (R, N, K), got shape {tuple(rewards.shape)}")
+    r = rewards.shape[0]
+    if group_size < 2:
+        raise ValueError(f"group-relative advantages need group_size >= 2, got {group_size}")
+    if r % group_size:
+        raise ValueError(f"{r} completion rows do not split into groups of {group_size} consecutive rows")
+    b = r // group_size
+    if rewards.ndim == 2:
+        if mask_RN is not None:
+            raise ValueError("mask_RN is only for per-responder rewards (R, N, K) of responder_rb")
+        k = rewards.shape[1]
+        return scale_advantages(rewards.view(b, group_size, k), mode, eps, baseline=baseline).view(r, k)
+    _, n, k = rewards.shape
+    if mask_RN is None or tuple(mask_RN.shape) != (r, n):
+        raise ValueError(
+            f"per-responder rewards (R, N, K) = {tuple(rewards.shape)} need mask_RN of shape ({r}, {n}) "
+            "(EncodedRows.responder_mask_RN)"
+        )
+    mask_BGN = mask_RN.to(torch.bool).view(b, group_size, n)
+    if (mask_BGN != mask_BGN[:, :1]).any():
+        raise ValueError("mask_RN differs within a group: the G rows of a group must be one request")
+    mask_BN = mask_BGN[:, 0]
+    rewards_BNGK = rewards.view(b, group_size, n, k).permute(0, 2, 1, 3)
+    adv = scale_advantages(
+        rewards_BNGK.reshape(b * n, group_size, k),
+        mode,
+        eps,
+        baseline=baseline,
+        mask_B=mask_BN.reshape(b * n),
+    ).view(b, n, group_size, k)
+    w_BN = mask_BN.to(adv.dtype)
+    mean_BGK = (adv * w_BN[:, :, None, None]).sum(1) / w_BN.sum(1).clamp(min=1)[:, None, None]
+    return mean_BGK.reshape(r, k)

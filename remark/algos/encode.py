@@ -1,0 +1,316 @@
+"""Grounded completion rows + request fields -> the padded tensors that the reward schemes take.
+
+Rows are completion rows (R = B * G, groups of G consecutive rows, TRL's layout). Each row gets a
+private integer code space: the request's union items first (codes ``0 .. U_r - 1``, in union order),
+then every other id the row mentions (seen ids, slot ids, responder items) in first-seen order. All
+per-code tables carry one extra *sentinel* column at index ``V`` (= padded code-space size) that is
+always empty, so a slot with no id (code -1) gathers zeros and no reward function needs a branch.
+
+This is the only place that touches strings; the rewards (``remark.algos.rewards``) are tensor
+gathers and compares on what this module returns. Encoding costs one dictionary look-up per id.
+
+Departure from Rank-GRPO: it matched titles per row against the responder's ground truth with a
+decrementing count; here grounding happens first (catalog ids, design.md "Parsing and grounding") and
+a repeat of an earlier slot's id is never eligible, which is the same rule stated on ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["EncodedRows", "draw_responders", "encode_rows"]
+
+
+@dataclass(frozen=True)
+class EncodedRows:
+    """Per-row tensors for the reward schemes (R rows, K slots, N responders, V codes + 1 sentinel).
+
+    Attributes
+    ----------
+    item_RK : int64 (R, K)
+        Row-local code of the catalog id at slot k; -1 when the slot has no id (unparsed or ungrounded
+        line, or no line at all because the list is shorter than K).
+    n_lines_R : int64 (R,)
+        Number of rank lines the row's list had (can exceed K: overflow lines are not scored).
+    seen_RV : bool (R, V + 1)
+        Code v is an id already named in the request (``seen``): never rewarded.
+    counts_RV : float32 (R, V + 1)
+        c_v, how many responders named code v (0 outside the union and at the sentinel).
+    member_RNV : bool (R, N, V + 1)
+        Responder n of the row's request named code v; padded responders are all False.
+    responder_mask_RN : bool (R, N)
+        Responder n exists (``n < n_x``).
+    n_responders_R : float32 (R,)
+        n_x, the number of responders of the row's request (0 when unknown).
+    drawn_RV : bool (R, V + 1) or None
+        Items of the row's scored responder (the drawn one, or the row's own for per-responder rows);
+        None when neither ``responder_index`` nor ``responder_items`` was given.
+    group_size : int or None
+        G when the caller declared it (and the group layout was checked).
+    """
+
+    item_RK: torch.Tensor
+    n_lines_R: torch.Tensor
+    seen_RV: torch.Tensor
+    counts_RV: torch.Tensor
+    member_RNV: torch.Tensor
+    responder_mask_RN: torch.Tensor
+    n_responders_R: torch.Tensor
+    drawn_RV: torch.Tensor | None
+    group_size: int | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.item_RK.shape[0])
+
+    @property
+    def k(self) -> int:
+        return int(self.item_RK.shape[1])
+
+    @property
+    def sentinel(self) -> int:
+        """Column index of the always-empty sentinel code (gathered for slots with no id)."""
+        return int(self.seen_RV.shape[1]) - 1
+
+    @property
+    def has_responders(self) -> bool:
+        return bool(self.member_RNV.shape[1] > 0)
+
+    def slot_index_RK(self) -> torch.Tensor:
+        """``item_RK`` with -1 replaced by the sentinel column: safe to ``gather`` any (R, V + 1) table."""
+        return torch.where(self.item_RK >= 0, self.item_RK, torch.full_like(self.item_RK, self.sentinel))
+
+
+def _check_len(name: str, seq: Sequence | None, n_rows: int) -> None:
+    if seq is not None and len(seq) != n_rows:
+        raise ValueError(
+            f"{name} has {len(seq)} rows but slot_ids has {n_rows}: pass one entry per completion row"
+        )
+
+
+def encode_rows(
+    slot_ids: Sequence[Sequence[Hashable | None]],
+    *,
+    k: int = 20,
+    union: Sequence[Sequence[Hashable]] | None = None,
+    counts: Sequence[Sequence[int]] | None = None,
+    responders: Sequence[Sequence[Sequence[Hashable]]] | None = None,
+    seen: Sequence[Sequence[Hashable]] | None = None,
+    responder_index: Sequence[int] | None = None,
+    responder_items: Sequence[Sequence[Hashable]] | None = None,
+    max_responders: int | None = None,
+    group_size: int | None = None,
+    request_ids: Sequence[Hashable] | None = None,
+) -> EncodedRows:
+    """Encode R completion rows for the reward schemes.
+
+    Parameters
+    ----------
+    slot_ids : R sequences
+        Per row, the grounded catalog id of each rank line in order (None for an unparsed or
+        ungrounded line). Any length: shorter than K pads with "no id", longer is overflow.
+    k : int
+        K, the number of scored slots.
+    union, counts : R sequences, optional
+        The request's distinct ids and c_i aligned with them (pooled ``union`` / ``counts`` columns).
+        Derived from ``responders`` when omitted (``counts`` defaults to 1 when only ``union`` is given).
+    responders : R sequences of n_x id lists, optional
+        The request's responders (pooled ``responders`` column); needed by ``responder_rb``,
+        ``marginal`` (n_x) and ``responder_index``. When given with ``counts``, the two must agree.
+    seen : R sequences, optional
+        Ids already named in the request; never rewarded.
+    responder_index : R ints, optional
+        The drawn responder of each row (``responder`` scheme); the same within a group
+        (docs/experiments.md pitfall 4; see :func:`draw_responders`).
+    responder_items : R sequences, optional
+        The row's own responder's ids, for per-responder rows (Rank-GRPO's view). Exclusive with
+        ``responder_index``.
+    max_responders : int, optional
+        Pad N to this (so that processes gather equal shapes); default: the largest n_x of these rows.
+    group_size, request_ids : optional
+        When ``group_size`` is given, R must be a multiple of it and each group of G consecutive rows
+        must share its request id (when given) and its drawn responder.
+
+    Returns
+    -------
+    EncodedRows
+    """
+    n_rows = len(slot_ids)
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    for name, seq in [
+        ("union", union),
+        ("counts", counts),
+        ("responders", responders),
+        ("seen", seen),
+        ("responder_index", responder_index),
+        ("responder_items", responder_items),
+        ("request_ids", request_ids),
+    ]:
+        _check_len(name, seq, n_rows)
+    if responder_index is not None and responder_items is not None:
+        raise ValueError(
+            "pass responder_index (pooled rows) or responder_items (per-responder rows), not both"
+        )
+    if responder_index is not None and responders is None:
+        raise ValueError("responder_index needs responders (the request's responder lists) to index into")
+    if counts is not None and union is None:
+        raise ValueError("counts were given without union: pass the union ids they are aligned with")
+    if union is None and responders is None:
+        raise ValueError("pass union (and counts) or responders: without them nothing can be rewarded")
+    _check_groups(n_rows, group_size, request_ids, responder_index, responder_items)
+
+    item_RK = [[-1] * k for _ in range(n_rows)]
+    n_lines: list[int] = []
+    seen_pairs: list[tuple[int, int]] = []
+    count_triples: list[tuple[int, int, int]] = []
+    member_triples: list[tuple[int, int, int]] = []
+    drawn_pairs: list[tuple[int, int]] = []
+    n_resp: list[int] = []
+    n_codes: list[int] = []
+    for r in range(n_rows):
+        codes: dict[Hashable, int] = {}
+        resp_r = responders[r] if responders is not None else None
+        if union is not None:
+            for item in union[r]:
+                codes.setdefault(item, len(codes))
+            if len(codes) != len(union[r]):
+                raise ValueError(f"row {r}: union has repeated ids; it must list distinct ids")
+        if resp_r is not None:
+            for n, items in enumerate(resp_r):
+                for item in items:
+                    if item is None:
+                        raise ValueError(f"row {r}: responder {n} has a None id; keep only grounded ids")
+                    member_triples.append((r, n, codes.setdefault(item, len(codes))))
+            n_resp.append(len(resp_r))
+        else:
+            n_resp.append(0)
+        if union is not None and len(codes) != len(union[r]):
+            raise ValueError(
+                f"row {r}: a responder named an id that is not in the union; the union must hold every responder's ids"
+            )
+        n_union = len(codes)
+        if counts is not None:
+            if len(counts[r]) != len(union[r]):
+                raise ValueError(
+                    f"row {r}: counts has {len(counts[r])} entries for {len(union[r])} union ids"
+                )
+            for v, c in enumerate(counts[r]):
+                if c < 0:
+                    raise ValueError(f"row {r}: negative count {c} for union id {union[r][v]!r}")
+                count_triples.append((r, v, int(c)))
+        elif resp_r is None:
+            count_triples.extend((r, v, 1) for v in range(n_union))
+        if seen is not None:
+            seen_pairs.extend((r, codes.setdefault(item, len(codes))) for item in seen[r] if item is not None)
+        slots = slot_ids[r]
+        n_lines.append(len(slots))
+        row = item_RK[r]
+        for j, item in enumerate(slots[:k]):
+            if item is not None:
+                row[j] = codes.setdefault(item, len(codes))
+        if responder_index is not None:
+            i = int(responder_index[r])
+            if not 0 <= i < len(resp_r):
+                raise ValueError(f"row {r}: responder_index {i} is out of range for {len(resp_r)} responders")
+            drawn_pairs.extend((r, codes[item]) for item in resp_r[i])
+        elif responder_items is not None:
+            drawn_pairs.extend((r, codes.setdefault(item, len(codes))) for item in responder_items[r])
+        n_codes.append(len(codes))
+
+    n_max = max(n_resp, default=0)
+    if max_responders is not None:
+        if max_responders < n_max:
+            raise ValueError(
+                f"max_responders={max_responders} is below the largest n_x in these rows ({n_max})"
+            )
+        n_max = max_responders
+    width = max(n_codes, default=0) + 1  # + sentinel column
+    seen_RV = _bool_table((n_rows, width), seen_pairs)
+    member_RNV = _bool_table((n_rows, n_max, width), member_triples)
+    counts_RV = torch.zeros(n_rows, width, dtype=torch.float32)
+    if count_triples:
+        idx = torch.tensor(count_triples, dtype=torch.int64)
+        counts_RV[idx[:, 0], idx[:, 1]] = idx[:, 2].to(torch.float32)
+    elif responders is not None and counts is None:
+        counts_RV = member_RNV.sum(1, dtype=torch.float32)
+    if responders is not None and counts is not None:
+        derived = member_RNV.sum(1, dtype=torch.float32)
+        bad = (derived != counts_RV).any(1).nonzero().flatten()
+        if bad.numel():
+            r = int(bad[0])
+            raise ValueError(
+                f"row {r}: counts {list(counts[r])} disagree with the responders' lists (c_i must be the number "
+                f"of responders naming union[i]); {bad.numel()} rows disagree"
+            )
+    resp_n = torch.tensor(n_resp, dtype=torch.int64)
+    return EncodedRows(
+        item_RK=torch.tensor(item_RK, dtype=torch.int64).reshape(n_rows, k),
+        n_lines_R=torch.tensor(n_lines, dtype=torch.int64),
+        seen_RV=seen_RV,
+        counts_RV=counts_RV,
+        member_RNV=member_RNV,
+        responder_mask_RN=torch.arange(n_max)[None, :] < resp_n[:, None],
+        n_responders_R=resp_n.to(torch.float32),
+        drawn_RV=None
+        if responder_index is None and responder_items is None
+        else _bool_table((n_rows, width), drawn_pairs),
+        group_size=group_size,
+    )
+
+
+def _bool_table(shape: tuple[int, ...], index: list[tuple[int, ...]]) -> torch.Tensor:
+    out = torch.zeros(shape, dtype=torch.bool)
+    if index:
+        idx = torch.tensor(index, dtype=torch.int64)
+        out[tuple(idx.T)] = True
+    return out
+
+
+def _check_groups(
+    n_rows: int,
+    group_size: int | None,
+    request_ids: Sequence[Hashable] | None,
+    responder_index: Sequence[int] | None,
+    responder_items: Sequence[Sequence[Hashable]] | None,
+) -> None:
+    if group_size is None:
+        return
+    if group_size < 1 or n_rows % group_size:
+        raise ValueError(
+            f"{n_rows} rows do not split into groups of group_size={group_size} consecutive rows"
+        )
+    for name, seq in [("request_ids", request_ids), ("responder_index", responder_index)]:
+        if seq is None:
+            continue
+        for start in range(0, n_rows, group_size):
+            group = seq[start : start + group_size]
+            if any(x != group[0] for x in group):
+                raise ValueError(
+                    f"rows {start}..{start + group_size - 1} form one group but have different {name}: "
+                    f"{list(group)}; groups must be G consecutive rows of one request, scored against one responder"
+                )
+    if responder_items is not None:
+        for start in range(0, n_rows, group_size):
+            first = set(responder_items[start])
+            if any(set(responder_items[i]) != first for i in range(start, start + group_size)):
+                raise ValueError(
+                    f"rows {start}..{start + group_size - 1} form one group but have different responder_items"
+                )
+
+
+def draw_responders(
+    n_responders: Sequence[int], group_size: int, generator: torch.Generator | None = None
+) -> list[int]:
+    """One responder index per group, repeated over its G rows (pitfall 4: all G lists of a prompt are
+    scored against the same responder). ``n_responders`` has one n_x per group (B entries); returns B*G ints.
+    A request with no responders gets index 0 only if it has at least one: n_x = 0 raises."""
+    n = torch.as_tensor(list(n_responders), dtype=torch.float64)
+    if (n < 1).any():
+        raise ValueError("every request needs at least one responder to draw from (found n_x = 0)")
+    u = torch.rand(n.shape, generator=generator, dtype=torch.float64)
+    idx = torch.minimum((u * n).floor(), n - 1).to(torch.int64)
+    return idx.repeat_interleave(group_size).tolist()

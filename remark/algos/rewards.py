@@ -1,0 +1,113 @@
+"""Per-rank rewards on completion rows: eligibility, the four schemes and the ``log_decay`` modifier.
+
+All functions take an :class:`~remark.algos.encode.EncodedRows` (R rows, K slots) and return float32
+tensors; they are registered (kind ``reward`` / ``modifier``) so a config names them. Definitions
+(design.md "Rank rewards"), with e_k the eligibility of slot k:
+
+- ``responder``: r_k = e_k * 1[L_k in R_r] for the row's drawn responder r (Rank-GRPO ``exp_inf``);
+- ``union``: r_k = e_k * min(c_{L_k}, 1) (ReMaRk);
+- ``marginal``: r_k = e_k * c_{L_k} / n_x, the exact expectation of ``responder`` over a uniform draw;
+- ``responder_rb``: rewards_RNK[r, n, k] = e_k * 1[L_k in R_n] for every responder n (padded N, see
+  ``EncodedRows.responder_mask_RN``); ``remark.algos.advantages.rank_advantages`` scales each
+  responder's column over the group and averages over the request's responders (exact
+  Rao-Blackwellisation of Rank-GRPO's *update*, not of its reward);
+- ``log_decay`` (modifier): r_k = sum_{j >= k} hit_j d_j, d_j = 1 / log2(j + 1) (j 1-based, so d_1 = 1).
+
+Departures from Rank-GRPO: a slot with an unparsable line is still a slot (Rank-GRPO dropped such
+lines before numbering ranks, shifting every later rank); a title repeated in the list is rewarded at
+its first position only (Rank-GRPO decremented a per-title count, which has the same effect for one
+responder but not for the union).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from remark.algos.encode import EncodedRows
+from remark.algos.registry import get, register
+
+__all__ = ["eligibility", "log_decay", "rank_rewards"]
+
+
+def eligibility(enc: EncodedRows) -> torch.Tensor:
+    """e_RK (bool): slot k has a grounded id, not in ``seen``, not equal to an earlier slot's id.
+
+    e_k = 1[item_k >= 0] * (1 - seen[item_k]) * prod_{j < k} 1[item_j != item_k].
+    """
+    item = enc.item_RK
+    grounded = item >= 0
+    seen = enc.seen_RV.gather(1, enc.slot_index_RK())
+    k = item.shape[1]
+    earlier_KK = torch.ones(k, k, dtype=torch.bool).tril(-1)  # [k, j]: j < k
+    repeat = ((item[:, :, None] == item[:, None, :]) & earlier_KK).any(-1)
+    return grounded & ~seen & ~repeat
+
+
+@register("reward", "responder")
+def responder_reward(enc: EncodedRows) -> torch.Tensor:
+    """rewards_RK = e_RK * 1[item in drawn responder's list] (Rank-GRPO exp_inf, one responder per row)."""
+    if enc.drawn_RV is None:
+        raise ValueError(
+            "the responder scheme needs the scored responder: pass responder_index (pooled rows, see "
+            "draw_responders) or responder_items (per-responder rows) to encode_rows"
+        )
+    hit = enc.drawn_RV.gather(1, enc.slot_index_RK())
+    return (eligibility(enc) & hit).to(torch.float32)
+
+
+@register("reward", "union")
+def union_reward(enc: EncodedRows) -> torch.Tensor:
+    """rewards_RK = e_RK * min(c_item, 1): 1 if any responder named the slot's item (ReMaRk)."""
+    c = enc.counts_RV.gather(1, enc.slot_index_RK())
+    return (eligibility(enc) & (c >= 1)).to(torch.float32)
+
+
+@register("reward", "marginal")
+def marginal_reward(enc: EncodedRows) -> torch.Tensor:
+    """rewards_RK = e_RK * c_item / n_x: E over a uniform responder draw of the ``responder`` reward."""
+    if not enc.has_responders:
+        raise ValueError("the marginal scheme needs n_x: pass responders to encode_rows")
+    c = enc.counts_RV.gather(1, enc.slot_index_RK())
+    n = enc.n_responders_R.clamp(min=1.0)[:, None]
+    return eligibility(enc).to(torch.float32) * (c / n)
+
+
+@register("reward", "responder_rb")
+def responder_rb_reward(enc: EncodedRows) -> torch.Tensor:
+    """rewards_RNK = e_RK[:, None] * 1[item in R_n] for every responder n (0 for padded n; mask
+    ``enc.responder_mask_RN``). Scale per responder, then average: ``rank_advantages(..., mask_RN=)``."""
+    if not enc.has_responders:
+        raise ValueError(
+            "the responder_rb scheme needs every responder's list: pass responders to encode_rows"
+        )
+    n = enc.member_RNV.shape[1]
+    idx_RNK = enc.slot_index_RK()[:, None, :].expand(-1, n, -1)
+    hit = enc.member_RNV.gather(2, idx_RNK)
+    return (eligibility(enc)[:, None, :] & hit).to(torch.float32)
+
+
+def _decay_weights(k: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """d_K = 1 / log2(j + 1) for j = 1..K (d_1 = 1)."""
+    j = torch.arange(1, k + 1, dtype=torch.float64)
+    return (1.0 / torch.log2(j + 1.0)).to(dtype)
+
+
+@register("modifier", "log_decay")
+def log_decay(rewards_K: torch.Tensor) -> torch.Tensor:
+    """r'_k = sum_{j >= k} r_j d_j on the last axis (any leading shape: ``rewards_RK``, ``rewards_RNK``).
+
+    Rank-GRPO's DCG variant: a hit at rank j credits every rank up to j with its discounted gain.
+    """
+    w = rewards_K * _decay_weights(rewards_K.shape[-1], rewards_K.dtype)
+    return w.flip(-1).cumsum(-1).flip(-1)
+
+
+def rank_rewards(enc: EncodedRows, scheme: str, *, modifier: str | None = None) -> torch.Tensor:
+    """Rewards of ``scheme`` (``rewards_RK``; ``rewards_RNK`` for ``responder_rb``), then ``modifier`` if any.
+
+    ``scheme`` and ``modifier`` are registry names (``names("reward")``, ``names("modifier")``).
+    """
+    rewards = get("reward", scheme)(enc)
+    if modifier is not None:
+        rewards = get("modifier", modifier)(rewards)
+    return rewards

@@ -1,0 +1,312 @@
+"""From ranks to tokens: per-token character offsets, per-token rank index, per-token advantages.
+
+The same line split serves rewards and tokens: ranks come from ``catalog.parse.ParsedLine`` spans
+(``rank``, ``[start, end)`` = the line's content in the completion text, surrounding whitespace and
+newline excluded; blank and preamble lines are not ranks; unparsable lines are). A token belongs to
+rank k when its characters overlap rank k's *segment*: the line's content plus what follows it up to
+and including the newline that ends the line. Then
+(design.md "Rank advantages", docs/experiments.md pitfalls 2-3):
+
+- tokens of rank k < K get A_k; tokens of ranks >= K get ``overflow_penalty`` (Rank-GRPO: -0.1);
+- tokens of no rank (preamble, blank lines, padding, special tokens) get 0;
+- the newline that ends line K (rank K - 1) gets 0, not A_K; so does a merged token that holds it
+  together with the line's last characters (Qwen-style ``")\\n"``);
+- the end token never inherits a line's advantage: it gets +``complete_bonus`` when the list has at
+  least K ranks and ``early_stop_penalty`` otherwise (Rank-GRPO's +-0.1), or 0 with shaping off.
+
+Departure from Rank-GRPO: it counted raw newlines (a blank line shifted every later rank) and gave the
+newline ending rank 20 that rank's advantage; here segments come from the parser's spans.
+
+Character offsets match the text TRL scores, ``tokenizer.batch_decode(ids, skip_special_tokens=True)``.
+Each token's piece is decoded once per tokenizer and cached (the first token of a row alone, later
+tokens after a fixed anchor token, so SentencePiece's leading-space rule is respected); a row whose
+concatenated pieces differ from its full decode (a multi-byte character split across byte tokens,
+clean-up of spaces) falls back to incremental prefix decoding from the first mismatch, where each token
+ends at the longest common prefix of its prefix's decode and the full text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+__all__ = [
+    "LineSpan",
+    "TokenOffsetMapper",
+    "TokenOffsets",
+    "end_token_index",
+    "token_advantages",
+    "token_char_offsets",
+    "token_rank_index",
+]
+
+
+class LineSpan(Protocol):
+    """What token mapping needs from ``catalog.parse.ParsedLine``."""
+
+    rank: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class TokenOffsets:
+    """Per-token character spans: token t of row r covers ``texts[r][start_RT[r, t]:end_RT[r, t]]``.
+
+    Padding positions (past a row's length) have ``start == end == len(texts[r])``. ``n_fallback`` counts
+    rows that needed incremental decoding.
+    """
+
+    texts: list[str]
+    start_RT: np.ndarray
+    end_RT: np.ndarray
+    n_fallback: int
+
+
+def _rows(completion_ids: Any, completion_mask: Any | None) -> tuple[list[list[int]], int]:
+    """Unpadded rows of ids and the padded width T."""
+    if isinstance(completion_ids, torch.Tensor):
+        if completion_ids.ndim != 2:
+            raise ValueError(f"completion_ids must be (R, T), got shape {tuple(completion_ids.shape)}")
+        ids = completion_ids.tolist()
+        width = completion_ids.shape[1]
+        if completion_mask is not None:
+            if tuple(completion_mask.shape) != tuple(completion_ids.shape):
+                raise ValueError(
+                    f"completion_mask shape {tuple(completion_mask.shape)} != completion_ids shape {tuple(completion_ids.shape)}"
+                )
+            lengths = completion_mask.to(torch.int64).sum(1).tolist()
+            ids = [row[:n] for row, n in zip(ids, lengths)]
+        return ids, width
+    if completion_mask is not None:
+        raise ValueError(
+            "completion_mask goes with a padded (R, T) tensor; lists of ids are already unpadded"
+        )
+    ids = [list(map(int, row)) for row in completion_ids]
+    return ids, max((len(r) for r in ids), default=0)
+
+
+class TokenOffsetMapper:
+    """Per-token character offsets for one HF tokenizer; caches each token id's decoded piece.
+
+    >>> mapper = TokenOffsetMapper(tokenizer)          # doctest: +SKIP
+    >>> offsets = mapper(completion_ids, completion_mask)  # doctest: +SKIP
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self._alone: dict[int, str] = {}
+        self._after: dict[int, str | None] = {}
+        self._anchor, self._anchor_text = self._pick_anchor()
+
+    def _decode(self, seqs: list[list[int]]) -> list[str]:
+        return self.tokenizer.batch_decode(seqs, skip_special_tokens=True)
+
+    def _pick_anchor(self) -> tuple[int, str]:
+        for text in ("a", "A", "x", "0", "The"):
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            if len(ids) == 1:
+                decoded = self._decode([ids])[0]
+                if decoded:
+                    return ids[0], decoded
+        raise ValueError(
+            "could not find a single-token anchor ('a', 'A', 'x', '0', 'The') in this tokenizer's vocabulary"
+        )
+
+    def _fill(self, ids: Iterable[int], first: Iterable[int]) -> None:
+        new_after = sorted({i for i in ids if i not in self._after})
+        if new_after:
+            decoded = self._decode([[self._anchor, i] for i in new_after])
+            n = len(self._anchor_text)
+            for i, s in zip(new_after, decoded):
+                self._after[i] = s[n:] if s.startswith(self._anchor_text) else None
+        new_alone = sorted({i for i in first if i not in self._alone})
+        if new_alone:
+            self._alone.update(zip(new_alone, self._decode([[i] for i in new_alone])))
+
+    def __call__(self, completion_ids: Any, completion_mask: Any | None = None) -> TokenOffsets:
+        """Offsets for (R, T) ids (tensor with optional mask, or R unpadded lists, as TRL decodes them)."""
+        rows, width = _rows(completion_ids, completion_mask)
+        texts = self._decode(rows)
+        self._fill((i for row in rows for i in row[1:]), (row[0] for row in rows if row))
+        start = np.zeros((len(rows), width), dtype=np.int64)
+        end = np.zeros((len(rows), width), dtype=np.int64)
+        n_fallback = 0
+        for r, (row, text) in enumerate(zip(rows, texts)):
+            start[r, :] = end[r, :] = len(text)
+            if not row:
+                continue
+            pieces = [self._alone[row[0]], *(self._after[i] for i in row[1:])]
+            ok = None not in pieces and "".join(pieces) == text
+            lens = np.fromiter(
+                (len(p) if p is not None else -1 for p in pieces), dtype=np.int64, count=len(row)
+            )
+            if ok:
+                ends = np.cumsum(lens)
+            else:
+                n_fallback += 1
+                ends = self._fallback_ends(row, text, pieces)
+            end[r, : len(row)] = ends
+            start[r, 0] = 0
+            start[r, 1 : len(row)] = ends[:-1]
+        return TokenOffsets(texts=texts, start_RT=start, end_RT=end, n_fallback=n_fallback)
+
+    def _fallback_ends(self, row: list[int], text: str, pieces: list[str | None]) -> np.ndarray:
+        """Token end offsets by prefix decoding from the first token whose piece does not match."""
+        ends = np.zeros(len(row), dtype=np.int64)
+        pos = 0
+        m = 0
+        while m < len(pieces):
+            piece = pieces[m]
+            if piece is None or not text.startswith(piece, pos):
+                break
+            pos += len(piece)
+            ends[m] = pos
+            m += 1
+        prefixes = self._decode([row[: i + 1] for i in range(m, len(row))])
+        for i, dec in zip(range(m, len(row)), prefixes):
+            ends[i] = _common_prefix_len(dec, text)
+        ends = np.maximum.accumulate(ends)
+        ends[-1] = len(text)
+        return ends
+
+
+def _common_prefix_len(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def token_char_offsets(
+    tokenizer: Any, completion_ids: Any, completion_mask: Any | None = None
+) -> TokenOffsets:
+    """One-off :class:`TokenOffsetMapper` call (a trainer should keep a mapper to reuse its cache)."""
+    return TokenOffsetMapper(tokenizer)(completion_ids, completion_mask)
+
+
+def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
+    """rank_RT (int64): the rank whose segment token t of row r overlaps, -1 for none.
+
+    Segment of rank j != K - 1 = ``[start_j, n_j + 1)``, n_j the first newline at or after ``end_j``
+    (the end of the text if none): content, trailing spaces and the ending newline. Segment of rank
+    K - 1 = ``[start_j, end_j)``: its trailing spaces and newline get no rank. Indentation before a
+    line's content and blank lines belong to no segment. A zero-length token has no rank; a token
+    overlapping two segments takes the first; a token that overlaps rank K - 1 and runs past its content
+    end (it holds the newline ending line K) gets -1.
+    """
+    n_rows, width = offsets.start_RT.shape
+    if len(lines) != n_rows:
+        raise ValueError(f"lines has {len(lines)} rows but offsets has {n_rows}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    text_len = np.array([len(t) for t in offsets.texts], dtype=np.int64)
+    stride = int(text_len.max(initial=0)) + 2
+    seg_row = np.fromiter((r for r, row in enumerate(lines) for _ in row), dtype=np.int64)
+    seg_rank = np.fromiter((ln.rank for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
+    seg_start = np.fromiter((ln.start for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
+    seg_end = np.fromiter((ln.end for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
+    if len(seg_row) and (
+        (seg_start < 0).any() or (seg_end < seg_start).any() or (seg_end > text_len[seg_row]).any()
+    ):
+        raise ValueError(
+            "a line span lies outside its completion text: spans must come from parse_list(text)"
+        )
+    ext_end = np.fromiter(
+        (
+            ln.end if ln.rank == k - 1 else _line_stop(offsets.texts[r], ln.end)
+            for r, row in enumerate(lines)
+            for ln in row
+        ),
+        dtype=np.int64,
+        count=len(seg_row),
+    )
+    g_start = seg_row * stride + seg_start
+    g_end = seg_row * stride + ext_end
+    if len(g_start) > 1 and ((g_start[1:] < g_end[:-1]) & (seg_row[1:] == seg_row[:-1])).any():
+        raise ValueError("line spans of a row overlap or are out of order: pass parse_list's lines in order")
+    row_off = (np.arange(n_rows, dtype=np.int64) * stride)[:, None]
+    t_start = offsets.start_RT + row_off
+    t_end = offsets.end_RT + row_off
+    j = np.searchsorted(g_end, t_start, side="right")
+    j_safe = np.minimum(j, max(len(g_end) - 1, 0))
+    if len(g_end):
+        hit = (j < len(g_end)) & (g_start[j_safe] < t_end) & (t_end > t_start)
+        rank = np.where(hit, seg_rank[j_safe], -1)
+        holds_last_newline = (
+            hit & (seg_rank[j_safe] == k - 1) & (t_end > (seg_row * stride + seg_end)[j_safe])
+        )
+        rank = np.where(holds_last_newline, -1, rank)
+    else:
+        rank = np.full((n_rows, width), -1, dtype=np.int64)
+    return torch.from_numpy(np.ascontiguousarray(rank, dtype=np.int64))
+
+
+def _line_stop(text: str, end: int) -> int:
+    """One past the newline that ends the line whose content ends at ``end`` (len(text) if none)."""
+    nl = text.find("\n", end)
+    return nl + 1 if nl >= 0 else len(text)
+
+
+def end_token_index(
+    completion_ids: Any, eos_token_ids: int | Sequence[int], completion_mask: Any | None = None
+) -> torch.Tensor:
+    """end_R (int64): position of the first end token of each row within its mask, -1 when the row
+    has none (a truncated completion)."""
+    rows, _ = _rows(completion_ids, completion_mask)
+    eos = {int(eos_token_ids)} if isinstance(eos_token_ids, int) else {int(i) for i in eos_token_ids}
+    out = [next((t for t, i in enumerate(row) if i in eos), -1) for row in rows]
+    return torch.tensor(out, dtype=torch.int64)
+
+
+def token_advantages(
+    adv_RK: torch.Tensor,
+    rank_RT: torch.Tensor,
+    *,
+    n_lines_R: torch.Tensor,
+    end_R: torch.Tensor | None = None,
+    mask_RT: torch.Tensor | None = None,
+    overflow_penalty: float = -0.1,
+    end_shaping: bool = True,
+    complete_bonus: float = 0.1,
+    early_stop_penalty: float = -0.1,
+) -> torch.Tensor:
+    """adv_RT: A[r, rank_RT[r, t]] for ranks < K; ``overflow_penalty`` for ranks >= K; 0 for -1.
+
+    The end token (``end_R``, -1 = none) is then set to ``complete_bonus`` if ``n_lines_R >= K`` else
+    ``early_stop_penalty`` (0 for both when ``end_shaping`` is off); positions where ``mask_RT`` is 0 get 0.
+    """
+    if adv_RK.ndim != 2 or rank_RT.ndim != 2 or adv_RK.shape[0] != rank_RT.shape[0]:
+        raise ValueError(
+            f"adv_RK {tuple(adv_RK.shape)} and rank_RT {tuple(rank_RT.shape)} must be (R, K) and (R, T)"
+        )
+    r, k = adv_RK.shape
+    if tuple(n_lines_R.shape) != (r,):
+        raise ValueError(f"n_lines_R must have shape ({r},), got {tuple(n_lines_R.shape)}")
+    rank = rank_RT.to(adv_RK.device, torch.int64)
+    adv = adv_RK.gather(1, rank.clamp(0, k - 1))
+    adv = torch.where(rank >= k, torch.full_like(adv, overflow_penalty), adv)
+    adv = torch.where(rank < 0, torch.zeros_like(adv), adv)
+    if end_R is not None:
+        if tuple(end_R.shape) != (r,):
+            raise ValueError(f"end_R must have shape ({r},), got {tuple(end_R.shape)}")
+        if (end_R >= rank.shape[1]).any():
+            raise ValueError("end_R points past the token axis")
+        ended = end_R >= 0
+        rows = ended.nonzero().flatten()
+        shaped = torch.where(n_lines_R.to(adv.device) >= k, complete_bonus, early_stop_penalty).to(adv.dtype)
+        adv[rows, end_R[rows]] = shaped[rows] if end_shaping else 0.0
+    if mask_RT is not None:
+        adv = adv * mask_RT.to(adv.dtype)
+    return adv
