@@ -1,0 +1,235 @@
+"""Score a predictions file against a prepared dataset: read, check, ground, score, bootstrap.
+
+Predictions are JSON lines ``{"request_id": str, "recommendations": [str, ...]}`` (ranked; other fields
+are ignored). Each recommendation is parsed like one generated line (``catalog.parse.parse_line``: list
+markers, quotes and a ``(Year)`` stripped) and grounded with ``catalog.match.Matcher`` in the chosen mode.
+A slot that does not parse or ground stays a slot (it consumes a rank unless compaction drops it).
+
+Bad input, and what happens (never a metric over a silent subset):
+
+- not JSON, not an object, ``request_id`` not a non-empty string, ``recommendations`` not a list, an item
+  that is not a string, a request id given twice: ``InputError`` naming the file, line and field;
+- a request id that the dataset does not have: ``InputError`` (usually the wrong file or dataset), or,
+  with ``on_unknown="warn"``, ignored and counted;
+- a request of another split than the one scored: ignored and counted (a file may cover all splits);
+- a request of the scored split without a prediction: ``InputError``, or, with ``on_missing="empty"``,
+  scored as an empty list (all metrics 0) and counted;
+- an empty list, or an empty-string item: scored as given (no hits; the empty string is an empty slot)
+  and counted, since both are legitimate if poor answers (GPT-2's ProtoQA file has empty strings).
+
+The counts land in the result's ``warnings``; the CLI prints them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from catalog.errors import InputError
+from catalog.match import Matcher
+from catalog.parse import parse_line
+from data_prep.dataset import PooledDataset
+from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
+from eval.metrics import DEFAULT_KS, METRICS
+from eval.views import VIEWS, ScoredLists, score_lists, split_key
+
+OnUnknown = Literal["error", "warn"]
+OnMissing = Literal["error", "empty"]
+
+
+@dataclass
+class Predictions:
+    """A read predictions file: one ranked list of raw strings per request, with its line number."""
+
+    path: str
+    request_ids: list[str]
+    recommendations: list[list[str]]
+    lines: list[int]
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """Read and check a predictions JSON-lines file (errors name the line and field)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("predictions file not found", path=p)
+    ids: list[str] = []
+    recs: list[list[str]] = []
+    lines: list[int] = []
+    first_line: dict[str, int] = {}
+    with p.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"not valid JSON ({err.msg})", path=p, row=line_no, hint=_FORMAT) from None
+            if not isinstance(obj, dict):
+                raise InputError("each line must be a JSON object", path=p, row=line_no, hint=_FORMAT)
+            rid = obj.get("request_id")
+            if not isinstance(rid, str) or not rid:
+                raise InputError("missing or not a non-empty string", path=p, row=line_no, field="request_id")
+            items = obj.get("recommendations")
+            if not isinstance(items, list):
+                raise InputError(
+                    "missing or not a list", path=p, row=line_no, field="recommendations", hint=_FORMAT
+                )
+            for i, x in enumerate(items):
+                if not isinstance(x, str):
+                    raise InputError(
+                        f"item is {type(x).__name__} {x!r}, not a string",
+                        path=p,
+                        row=line_no,
+                        field=f"recommendations[{i}]",
+                        hint='write every recommendation as a string, e.g. "Title (Year)"',
+                    )
+            if rid in first_line:
+                raise InputError(
+                    f"request {rid!r} already has predictions on line {first_line[rid]}",
+                    path=p,
+                    row=line_no,
+                    field="request_id",
+                    hint="keep one ranked list per request",
+                )
+            first_line[rid] = line_no
+            ids.append(rid)
+            recs.append(items)
+            lines.append(line_no)
+    if not ids:
+        raise InputError("no predictions in the file", path=p, hint=_FORMAT)
+    return Predictions(str(p), ids, recs, lines)
+
+
+_FORMAT = 'expected JSON lines {"request_id": str, "recommendations": [str, ...]}'
+
+
+def ground_lists(lists: Sequence[Sequence[str]], matcher: Matcher) -> list[list[str | None]]:
+    """Raw strings -> catalog ids (None when an item does not parse or ground), one batched grounding."""
+    parsed = [parse_line(x) if x.strip() else (None, None) for lst in lists for x in lst]
+    matches = matcher.ground_many([t for t, _ in parsed], [y for _, y in parsed])
+    ids = [m.item_id if t is not None else None for m, (t, _) in zip(matches, parsed)]
+    out, pos = [], 0
+    for lst in lists:
+        out.append(ids[pos : pos + len(lst)])
+        pos += len(lst)
+    return out
+
+
+@dataclass
+class Aligned:
+    """Predictions aligned with the scored requests (one list per request, in the requests' order)."""
+
+    requests: pl.DataFrame
+    lists: list[list[str]]
+    warnings: dict[str, int] = field(default_factory=dict)
+
+
+def align(
+    preds: Predictions,
+    requests: pl.DataFrame,
+    *,
+    split: str | None,
+    on_unknown: OnUnknown = "error",
+    on_missing: OnMissing = "error",
+) -> Aligned:
+    """Match prediction lines to the dataset's requests of ``split`` (None: every request)."""
+    all_ids = requests["request_id"].to_list()
+    split_of = dict(zip(all_ids, requests["split"].to_list()))
+    scored = requests if split is None else requests.filter(pl.col("split") == split)
+    if scored.height == 0:
+        splits = sorted(set(requests["split"].to_list()))
+        raise InputError(
+            f"the dataset has no request in split {split!r}", field="split", hint=f"splits: {splits}"
+        )
+    warnings: dict[str, int] = {}
+    by_id: dict[str, list[str]] = {}
+    unknown: list[tuple[str, int]] = []
+    for rid, items, line in zip(preds.request_ids, preds.recommendations, preds.lines):
+        if rid not in split_of:
+            unknown.append((rid, line))
+        elif split is not None and split_of[rid] != split:
+            warnings["other_split_ignored"] = warnings.get("other_split_ignored", 0) + 1
+        else:
+            by_id[rid] = items
+    if unknown:
+        if on_unknown == "error":
+            rid, line = unknown[0]
+            raise InputError(
+                f"request {rid!r} is not in the dataset ({len(unknown)} unknown request ids in all)",
+                path=preds.path,
+                row=line,
+                field="request_id",
+                hint="check that the predictions and --data belong together, or pass --on-unknown warn",
+            )
+        warnings["unknown_ignored"] = len(unknown)
+    ids = scored["request_id"].to_list()
+    missing = [rid for rid in ids if rid not in by_id]
+    if missing:
+        if on_missing == "error":
+            raise InputError(
+                f"{len(missing)} of {len(ids)} requests have no prediction (first: {missing[0]!r})",
+                path=preds.path,
+                hint="predict every request of the split, or pass --on-missing empty to score them as empty lists",
+            )
+        warnings["missing_scored_empty"] = len(missing)
+    lists = [by_id.get(rid, []) for rid in ids]
+    empty_lists = sum(1 for lst, rid in zip(lists, ids) if not lst and rid in by_id)
+    empty_items = sum(1 for lst in lists for x in lst if not x.strip())
+    if empty_lists:
+        warnings["empty_lists"] = empty_lists
+    if empty_items:
+        warnings["empty_items"] = empty_items
+    return Aligned(scored, lists, warnings)
+
+
+def summarize(
+    scored: ScoredLists,
+    config: BootstrapConfig,
+    *,
+    settings: dict[str, Any] | None = None,
+    warnings: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The result JSON: ``{"n_requests", "per_responder": {"recall@10": {"mean", "ci_low", "ci_high"}},
+    "union": {...}, "single_mention": {...}, "settings", "ci", "counts", "warnings"}``."""
+    table = intervals(scored.per_request, scored.keys, config)
+    out: dict[str, Any] = {"n_requests": scored.per_request.height}
+    for view in VIEWS:
+        cells = {split_key(k)[0]: v for k, v in table.items() if split_key(k)[1] == view}
+        if cells:
+            out[view] = cells
+    lists = scored.per_request.select(pl.col("list/distinct", "list/length", "list/eligible").mean())
+    out["settings"] = {**scored.settings, **(settings or {})}
+    out["ci"] = config.as_dict()
+    out["counts"] = dict(scored.counts)
+    out["lists"] = {
+        k.split("/")[1] + "_mean": round(float(v), 4) for k, v in lists.row(0, named=True).items()
+    }
+    out["warnings"] = dict(warnings or {})
+    return out
+
+
+def score_predictions(
+    dataset: PooledDataset,
+    preds: Predictions,
+    *,
+    split: str | None = "test",
+    match: str = "fuzzy",
+    ks: Sequence[int] = DEFAULT_KS,
+    metrics: Sequence[str] = METRICS,
+    compact: bool = True,
+    config: BootstrapConfig = DEFAULT_CI,
+    on_unknown: OnUnknown = "error",
+    on_missing: OnMissing = "error",
+) -> tuple[dict[str, Any], ScoredLists]:
+    """Align, ground, score and bootstrap; returns (result JSON, per-request scores)."""
+    aligned = align(preds, dataset.requests, split=split, on_unknown=on_unknown, on_missing=on_missing)
+    matcher = Matcher(dataset.catalog, mode=match)  # type: ignore[arg-type]
+    grounded = ground_lists(aligned.lists, matcher)
+    scored = score_lists(aligned.requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact)
+    settings = {"match": match, "split": split, "predictions": preds.path}
+    return summarize(scored, config, settings=settings, warnings=aligned.warnings), scored
