@@ -16,7 +16,10 @@ from catalog.errors import InputError
 from remark import __version__
 
 #: subcommand name -> module defining ``add_parser``. Order is the order shown in ``remark --help``.
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "curve": "remark.cli.curve",
+    "plan-group-size": "remark.cli.plan",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

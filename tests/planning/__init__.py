@@ -1,0 +1,1 @@
+"""Tests of remark.planning and its CLI (curve, plan-group-size)."""
