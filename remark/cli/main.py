@@ -17,6 +17,7 @@ from remark import __version__
 
 #: subcommand name -> module defining ``add_parser``. Order is the order shown in ``remark --help``.
 COMMANDS: dict[str, str] = {
+    "ground": "remark.cli.ground",
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",
 }

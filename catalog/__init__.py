@@ -1,0 +1,33 @@
+"""The item catalog, title normalisation, list parsing and grounding (the bottom layer of remark).
+
+Public names (docs/architecture.md, "catalog/"): :class:`Catalog`, :func:`load_catalog`,
+:func:`normalize_title`, :func:`split_title_year`, :class:`ParsedLine`, :func:`parse_list`,
+:func:`parse_line`, :class:`Matcher`, :class:`Match`, :class:`InputError`, and the atomic output
+helpers :func:`atomic_write`, :func:`atomic_dir` with :func:`read_table`.
+"""
+
+from catalog.errors import InputError
+from catalog.io import atomic_dir, atomic_write, read_table
+from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD, Match, Matcher
+from catalog.normalize import normalize_title, split_title_year
+from catalog.parse import ParsedLine, parse_line, parse_list
+from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
+
+__all__ = [
+    "CATALOG_SCHEMA",
+    "DEFAULT_SCORER",
+    "DEFAULT_THRESHOLD",
+    "Catalog",
+    "InputError",
+    "Match",
+    "Matcher",
+    "ParsedLine",
+    "atomic_dir",
+    "atomic_write",
+    "load_catalog",
+    "normalize_title",
+    "parse_line",
+    "parse_list",
+    "read_table",
+    "split_title_year",
+]

@@ -1,0 +1,324 @@
+"""Grounding: map a (title, year) to a catalog item, explaining every decision.
+
+Modes (``Matcher(catalog, mode=...)``):
+
+- ``fuzzy`` (default), rules tried in order, the first that fires wins:
+  1. ``exact`` / ``alias``: the normalised title (``catalog.normalize``) equals an item's title or alias
+     key (or does so once a leading "the/a/an" is dropped on both sides: "Godfather" == "The Godfather")
+     and the years are compatible (|dy| <= ``year_tolerance``; a missing year on either side is
+     compatible with any year). If the key exists but no year is compatible ("The Matrix (2002)"),
+     the answer is ``none`` unless rule 2 fires: a named item with a wrong year is not a typo of a
+     neighbouring title ("Alien (1986)" never becomes "Aliens (1986)").
+  2. ``subtitle``: the query is a catalog title without its subtitle ("Mission: Impossible (2018)" ->
+     "Mission: Impossible - Fallout (2018)"), or the query's part before its own subtitle is a catalog
+     title ("Birdman (or The Unexpected Virtue of Ignorance)" -> "Birdman"). Subtitles start at ": ",
+     " - ", " – ", " — " or " (" in the raw title. Year-compatible candidates only.
+  3. ``fuzzy``: ``scorer`` (rapidfuzz, on normalised keys) >= ``threshold`` against the year-compatible
+     entries, skipping keys shorter than ``min_fuzzy_len`` and candidates whose numbers differ (the
+     sequel guard: "toy story 2" never scores against "toy story 3") or that differ only by a plural
+     "s"/"e" (the plural guard, ``catalog.index.plural_key``: "Aliens" never becomes "Alien"). Batched: the queries that reach
+     this rule are grouped by year and scored with one ``rapidfuzz.process.cdist`` per group.
+- ``normalized``: rule 1 only (no fuzzy), for audits.
+- ``exact``: Rank-GRPO's matcher (``libs/catalog.py::catalog_contains``): the (title, year) pair must be
+  in the catalog verbatim: same case, same year, no tolerance. The title is compared as Rank-GRPO's
+  parser leaves it (parenthesised groups deleted, quotes stripped, whitespace collapsed).
+  Departures: aliases are accepted verbatim too (Rank-GRPO's catalog has none); a year-less catalog item
+  matches its title with any year or none (Rank-GRPO has no year-less items and drops lines without a
+  year, which ground to ``none`` here). Rank-GRPO applies its +-2 year tolerance afterwards, between the
+  grounded line and the ground-truth titles (casefolded); we compare catalog ids, so two *different*
+  catalog items with the same casefolded title within 2 years count as different items (in Reddit-v2's
+  gt_catalog: 16 such pairs of 7,404 items, e.g. "Arrebato" 1979/1980). ``year_tolerance`` is unused.
+
+Ties (several items pass the same rule): smallest year distance (known years before unknown), then
+higher popularity, then smaller ``item_id`` (``catalog.index``). Results are cached per (title, year).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import polars as pl
+from rapidfuzz import fuzz, process
+
+from catalog.errors import InputError
+from catalog.index import CatalogIndex, bare_key, number_signature, plural_key, raw_key, subtitle_heads
+from catalog.normalize import normalize_title
+from catalog.table import Catalog
+
+__all__ = ["DEFAULT_SCORER", "DEFAULT_THRESHOLD", "SCORERS", "Match", "Matcher"]
+
+Mode = Literal["exact", "normalized", "fuzzy"]
+SCORERS = {
+    "ratio": fuzz.ratio,
+    "token_sort_ratio": fuzz.token_sort_ratio,
+    "token_set_ratio": fuzz.token_set_ratio,
+    "WRatio": fuzz.WRatio,
+    "partial_ratio": fuzz.partial_ratio,
+}
+#: Chosen with bench/grounding.py (see bench/RESULTS.md, "Grounding").
+DEFAULT_SCORER = "ratio"
+DEFAULT_THRESHOLD = 90.0
+_CHUNK = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A grounding decision. ``rule`` in exact, alias, subtitle, fuzzy, none; ``score`` in [0, 100]."""
+
+    item_id: str | None
+    title: str | None
+    year: int | None
+    rule: str
+    score: float
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _none(detail: str, score: float = 0.0) -> Match:
+    return Match(None, None, None, "none", score, detail)
+
+
+class Matcher:
+    """Ground titles against a :class:`~catalog.table.Catalog` (see the module docstring)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        mode: Mode = "fuzzy",
+        year_tolerance: int = 2,
+        threshold: float = DEFAULT_THRESHOLD,
+        scorer: str = DEFAULT_SCORER,
+        min_fuzzy_len: int = 5,
+        workers: int = 1,
+        cache_size: int = 200_000,
+    ) -> None:
+        if mode not in ("exact", "normalized", "fuzzy"):
+            raise InputError(f"unknown mode {mode!r}", field="mode", hint="use exact, normalized or fuzzy")
+        if year_tolerance < 0:
+            raise InputError(f"year_tolerance={year_tolerance}", field="year_tolerance", hint="use 0 or more")
+        if not 0 <= threshold <= 100:
+            raise InputError(f"threshold={threshold}", field="threshold", hint="use a score in [0, 100]")
+        if scorer not in SCORERS:
+            raise InputError(
+                f"unknown scorer {scorer!r}", field="scorer", hint=f"use one of {', '.join(SCORERS)}"
+            )
+        self.catalog = catalog
+        self.mode = mode
+        self.year_tolerance = int(year_tolerance)
+        self.threshold = float(threshold)
+        self.scorer = scorer
+        self.min_fuzzy_len = int(min_fuzzy_len)
+        self.workers = workers
+        self.cache_size = int(cache_size)
+        self.index = CatalogIndex.build(catalog.df)
+        self._keys = np.asarray(self.index.entry_key, dtype=object)
+        self._cache: dict[tuple[str | None, int | None], Match] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"Matcher({len(self.catalog)} items, mode={self.mode!r}, year_tolerance={self.year_tolerance}, "
+            f"scorer={self.scorer!r}, threshold={self.threshold})"
+        )
+
+    # -- public API -------------------------------------------------------------------------------------
+    def ground(self, title: str | None, year: int | None = None) -> Match:
+        """Ground one title (see :meth:`ground_many`)."""
+        return self.ground_many([title], [year])[0]
+
+    def ground_many(
+        self, titles: Sequence[str | None], years: Sequence[int | None] | None = None
+    ) -> list[Match]:
+        """Ground many titles at once; ``years[i]`` (or None) goes with ``titles[i]``.
+
+        Exact and rule hits are dict lookups; only the rest are scored, one ``cdist`` per query year.
+        """
+        if years is None:
+            years = [None] * len(titles)
+        if len(years) != len(titles):
+            raise InputError(f"{len(titles)} titles but {len(years)} years", field="years")
+        queries = [(t, None if y is None else int(y)) for t, y in zip(titles, years, strict=True)]
+        todo: dict[tuple[str, int | None], tuple[str, int | None]] = {}
+        found: dict[tuple[str | None, int | None], Match] = {}
+        for q in dict.fromkeys(queries):
+            hit = self._cache.get(q)
+            if hit is None:
+                hit = self._rules(*q)
+            if hit is None:
+                todo[q] = q
+            else:
+                found[q] = hit
+        if todo:
+            found.update(self._fuzzy(list(todo)))
+        self._remember(found)
+        return [found[q] for q in queries]
+
+    def ground_frame(
+        self, df: pl.DataFrame, *, title: str = "title", year: str | None = "year"
+    ) -> pl.DataFrame:
+        """``df`` plus ``item_id`` (null when nothing matched), ``rule`` and ``score`` columns."""
+        for col in (title, year):
+            if col is not None and col not in df.columns:
+                raise InputError(
+                    f"no {col!r} column",
+                    field=col,
+                    hint=f"columns: {', '.join(df.columns)}; pass year=None without years",
+                )
+        years = None if year is None else df[year].cast(pl.Int64, strict=False).to_list()
+        matches = self.ground_many(df[title].cast(pl.String).to_list(), years)
+        return df.with_columns(
+            pl.Series("item_id", [m.item_id for m in matches], dtype=pl.String),
+            pl.Series("rule", [m.rule for m in matches], dtype=pl.String),
+            pl.Series("score", [m.score for m in matches], dtype=pl.Float64),
+        )
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    # -- internals --------------------------------------------------------------------------------------
+    def _remember(self, found: dict[tuple[str | None, int | None], Match]) -> None:
+        if self.cache_size <= 0:
+            return
+        overflow = len(self._cache) + len(found) - self.cache_size
+        if overflow > 0:  # drop the oldest entries (dicts keep insertion order)
+            for k in list(itertools.islice(self._cache, overflow)):
+                del self._cache[k]
+        self._cache.update(itertools.islice(found.items(), self.cache_size))
+
+    def _hit(self, entry: int, rule: str, score: float, detail: str) -> Match:
+        ix = self.index
+        item = int(ix.entry_item[entry])
+        if rule == "exact" and ix.entry_alias[entry]:
+            rule = "alias"
+        if ix.entry_alias[entry]:
+            detail += f" (via alias {ix.entry_text[entry]!r})"
+        return Match(ix.item_ids[item], ix.titles[item], ix.year_of(item), rule, float(score), detail)
+
+    def _year_note(self, entry: int, year: int | None) -> str:
+        item_year = self.index.year_of(int(self.index.entry_item[entry]))
+        if year is None or item_year is None:
+            return "a missing year is compatible with any year"
+        return f"year {year} vs {item_year}, |dy|={abs(year - item_year)} <= {self.year_tolerance}"
+
+    def _rules(self, title: str | None, year: int | None) -> Match | None:
+        """Dict-lookup rules; None means "go to the fuzzy rule"."""
+        if title is None or not title.strip():
+            return _none("empty or unparsed title")
+        if self.mode == "exact":
+            return self._exact(title, year)
+        ix, tol = self.index, self.year_tolerance
+        key = normalize_title(title)
+        if not key:
+            return _none(f"nothing left of {title!r} after normalisation")
+        blocked = None
+        entries = ix.by_key.get(key)
+        how = f"normalised title {key!r}"
+        if not entries:
+            entries = ix.by_bare.get(bare_key(key))
+            how = f"normalised title {key!r} ignoring a leading article"
+        if entries:
+            ok, bad = ix.rank(entries, year, tol)
+            if ok:
+                n = f"; {len(ok)} candidates, tie-break: year, popularity, id" if len(ok) > 1 else ""
+                return self._hit(ok[0], "exact", 100.0, f"{how}; {self._year_note(ok[0], year)}{n}")
+            item = int(ix.entry_item[bad[0]])
+            blocked = (
+                f"title {key!r} is {ix.titles[item]!r} ({ix.year_of(item)}) but year {year} is "
+                f"{abs(year - ix.year_of(item))} off (tolerance {tol})"  # type: ignore[operator]
+            )
+        if self.mode == "normalized":
+            return _none(blocked or f"no catalog title or alias normalises to {key!r}")
+        sub = self._subtitle(title, key, year)
+        if sub is not None:
+            return sub
+        if blocked:
+            return _none(blocked + "; fuzzy matching skipped")
+        if len(key) < self.min_fuzzy_len:
+            return _none(f"no exact match for {key!r}, too short for fuzzy matching (< {self.min_fuzzy_len})")
+        return None
+
+    def _subtitle(self, title: str, key: str, year: int | None) -> Match | None:
+        ix = self.index
+        cands = {e: "dropped" for e in ix.by_head.get(key, ())}
+        for head in subtitle_heads(title):
+            for e in ix.by_key.get(head, ()):
+                cands.setdefault(e, head)
+        if not cands:
+            return None
+        order = sorted(cands, key=lambda e: (ix.prio[ix.entry_item[e]], ix.entry_alias[e]))
+        ok, _ = ix.rank(order, year, self.year_tolerance)
+        if not ok:
+            return None
+        e = ok[0]
+        how = (
+            f"{key!r} is {ix.entry_text[e]!r} without its subtitle"
+            if cands[e] == "dropped"
+            else f"{title!r} before its subtitle is {ix.entry_text[e]!r}"
+        )
+        return self._hit(
+            e, "subtitle", fuzz.ratio(key, ix.entry_key[e]), f"{how}; {self._year_note(e, year)}"
+        )
+
+    def _exact(self, title: str, year: int | None) -> Match:
+        ix = self.index
+        rk = raw_key(title)
+        entries = (ix.by_raw.get((rk, year), []) if year is not None else []) + ix.by_raw.get((rk, None), [])
+        if entries:
+            e = entries[0]
+            what = "title" if ix.year_of(int(ix.entry_item[e])) is None else "(title, year)"
+            return self._hit(
+                e, "exact", 100.0, f"{what} {rk!r} found verbatim (Rank-GRPO's catalog_contains)"
+            )
+        if year is None and self.catalog.has_years:
+            return _none("no year: Rank-GRPO's parser drops lines without (YYYY)")
+        return _none(
+            f"({rk!r}, {year}) is not in the catalog verbatim (exact mode: case and year must match)"
+        )
+
+    def _fuzzy(self, queries: list[tuple[str, int | None]]) -> dict[tuple[str, int | None], Match]:
+        ix, out = self.index, {}
+        scorer = SCORERS[self.scorer]
+        by_year: dict[int | None, list[tuple[str, int | None]]] = {}
+        for q in queries:
+            by_year.setdefault(q[1], []).append(q)
+        for year, group in by_year.items():
+            cand = ix.candidates(year, self.year_tolerance)
+            cand = cand[ix.entry_len[cand] >= self.min_fuzzy_len]
+            if cand.size == 0:
+                for q in group:
+                    out[q] = _none(f"no catalog item is year-compatible with {year}")
+                continue
+            cand_keys = self._keys[cand].tolist()
+            cand_sig, cand_plural = ix.entry_sig[cand], ix.entry_plural[cand]
+            keys = [normalize_title(t) for t, _ in group]
+            sigs = np.asarray([ix.sig_ids.get(number_signature(k), -1) for k in keys], dtype=np.int64)
+            plurals = np.asarray([ix.plural_ids.get(plural_key(k), -1) for k in keys], dtype=np.int64)
+            for lo in range(0, len(group), _CHUNK):
+                hi = min(lo + _CHUNK, len(group))
+                scores = process.cdist(
+                    keys[lo:hi], cand_keys, scorer=scorer, dtype=np.float64, workers=self.workers
+                )
+                scores[cand_sig[None, :] != sigs[lo:hi, None]] = 0.0  # the sequel guard
+                scores[cand_plural[None, :] == plurals[lo:hi, None]] = 0.0  # the plural guard
+                best = scores.argmax(axis=1)  # first maximum = best by the tie-break order
+                top = scores[np.arange(hi - lo), best]
+                for j in range(hi - lo):
+                    q, s, e = group[lo + j], float(top[j]), int(cand[best[j]])
+                    if s >= self.threshold and s > 0:
+                        out[q] = self._hit(
+                            e,
+                            "fuzzy",
+                            s,
+                            f"{self.scorer}({keys[lo + j]!r}, {ix.entry_key[e]!r}) = {s:.1f} >= {self.threshold:g}; "
+                            f"{self._year_note(e, year)}",
+                        )
+                    else:
+                        near = f"; best {ix.entry_text[e]!r} scored {s:.1f}" if s > 0 else ""
+                        out[q] = _none(f"no rule matched; fuzzy below {self.threshold:g}{near}", s)
+        return out

@@ -1,0 +1,81 @@
+"""Title normalisation: the key that exact grounding compares, and the string fuzzy grounding scores.
+
+``normalize_title`` folds what differs between two spellings of the same title and nothing else:
+
+1. unicode NFKC, then accents stripped (NFKD without combining marks: "Amélie" == "Amelie"), casefold;
+2. quotes, apostrophes and periods deleted ("Ocean's" == "Oceans", "E.T." == "ET", "'71" == "71");
+   a hyphen between two word characters deleted ("Spider-Man" == "Spiderman"); "&" -> "and";
+3. every other punctuation or symbol run -> one space, whitespace collapsed;
+4. a trailing article moved to the front ("Matrix, The" == "The Matrix"; also ", A" and ", An").
+
+Departure from Rank-GRPO: its matcher only casefolds and collapses whitespace (``exact`` mode in
+``catalog.match`` keeps that); ``fuzzy`` mode compares these folded keys.
+
+``split_title_year`` reads a catalog entry "Title (Year)" (ReDial writes "Title  (Year)" with two
+spaces, Reddit-Movie "Title (Year)"); list lines from a model go through ``catalog.parse`` instead.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+# "matrix, the" (checked after casefolding, before punctuation is folded away).
+_TRAILING_ARTICLE = re.compile(r"^(?P<body>.+?)\s*,\s*(?P<art>the|a|an)[\W_]*$", re.DOTALL)
+# Deleted outright (no space): straight and curly quotes, apostrophes, backticks, periods.
+_DELETE = re.compile(r"[\"'`´‘’‚‛“”„‟′″«»‹›.]")
+# A hyphen/dash between two word characters joins them: "spider-man" -> "spiderman".
+_INNER_HYPHEN = re.compile(r"(?<=\w)[-‐‑‒](?=\w)")
+# Anything that is not a letter or digit (unicode aware; "_" counts as punctuation) -> one space.
+_NON_WORD = re.compile(r"[\W_]+")
+_YEAR_AT_END = re.compile(r"^(?P<title>.*?)\s*\(\s*(?P<year>\d{4})\s*\)\s*$", re.DOTALL)
+
+
+def _strip_accents(s: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", s)
+    if decomposed.isascii():
+        return decomposed
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=1 << 16)
+def normalize_title(s: str) -> str:
+    """Fold a title into its comparison key ("" when nothing alphanumeric is left).
+
+    >>> normalize_title("Matrix, The")
+    'the matrix'
+    >>> normalize_title("  “Amélie”  ")
+    'amelie'
+    >>> normalize_title("Spider-Man: Into the Spider-Verse")
+    'spiderman into the spiderverse'
+    >>> normalize_title("Fast & Furious")
+    'fast and furious'
+    """
+    if not s:
+        return ""
+    t = unicodedata.normalize("NFKC", s)
+    t = _strip_accents(t).casefold()
+    m = _TRAILING_ARTICLE.match(t)
+    if m:
+        t = f"{m.group('art')} {m.group('body')}"
+    t = t.replace("&", " and ")
+    t = _DELETE.sub("", t)
+    t = _INNER_HYPHEN.sub("", t)
+    return _NON_WORD.sub(" ", t).strip()
+
+
+def split_title_year(s: str) -> tuple[str, int | None]:
+    """Split a catalog entry "Title (Year)" into (title, year); (stripped text, None) without a year.
+
+    Whitespace inside the title is collapsed (ReDial's "Title  (Year)" has two spaces before the year).
+
+    >>> split_title_year("Frozen  (2010)")
+    ('Frozen', 2010)
+    >>> split_title_year("The Mummy ")
+    ('The Mummy', None)
+    """
+    m = _YEAR_AT_END.match(s)
+    if m and m.group("title").strip():
+        return " ".join(m.group("title").split()), int(m.group("year"))
+    return " ".join(s.split()), None

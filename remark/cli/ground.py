@@ -1,0 +1,127 @@
+"""``remark ground``: ground titles (one per line) or whole generated lists against a catalog.
+
+    remark ground --catalog gt_catalog.csv titles.txt
+    printf '1. Arrival (2016)\\n2. Matrix, The (1999)\\n' | remark ground --catalog gt_catalog.csv --json
+    remark ground --catalog gt_catalog.csv --lists --json completions.jsonl
+
+Each input line is parsed like a list line (numbering, markdown, quotes, "(Year)" handled). With
+``--lists`` the input is one completion (or, for a ``.jsonl`` file, one completion per line: a JSON
+string or an object with a ``completion`` field) and every ranked line is grounded, with its rank and
+character span. ``--json`` prints one JSON object per line with ``input``, ``item_id`` (null when nothing
+matched), ``title``, ``year``, ``rule``, ``score`` and ``detail``; without it a tab-separated table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from catalog.errors import InputError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "ground",
+        help="ground titles or generated lists to catalog items",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", nargs="?", help="input file (default: standard input)")
+    p.add_argument(
+        "--catalog", required=True, help="catalog file (csv/parquet/json/jsonl, entity2id.json, ReDial csv)"
+    )
+    p.add_argument(
+        "--catalog-format",
+        choices=["csv", "tsv", "parquet", "json", "jsonl", "entity2id", "redial"],
+        help="catalog format (default: from the file)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=["exact", "normalized", "fuzzy"],
+        default="fuzzy",
+        help="exact = Rank-GRPO's verbatim (title, year) lookup; normalized = folded titles; fuzzy (default) adds "
+        "subtitle and rapidfuzz rules",
+    )
+    p.add_argument("--year-tolerance", type=int, default=2, help="max |year difference| (default 2)")
+    p.add_argument("--threshold", type=float, default=None, help="fuzzy score threshold in [0, 100]")
+    p.add_argument("--scorer", default=None, help="rapidfuzz scorer for the fuzzy rule")
+    p.add_argument(
+        "--lists", action="store_true", help="input is a whole completion (or .jsonl of completions)"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(func=run)
+
+
+def _read_input(path: str | None) -> str:
+    if path is None or path == "-":
+        return sys.stdin.read()
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("input file not found", path=p, hint="check the path, or pipe the input on stdin")
+    return p.read_text(encoding="utf-8")
+
+
+def _completions(text: str, path: str | None) -> list[str]:
+    if path is None or not path.endswith(".jsonl"):
+        return [text]
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as err:
+            raise InputError(f"not JSON: {err}", path=path, row=n, hint="one JSON value per line") from err
+        if isinstance(obj, dict):
+            obj = obj.get("completion")
+        if not isinstance(obj, str):
+            raise InputError(
+                "expected a string or an object with a 'completion' string",
+                path=path,
+                row=n,
+                field="completion",
+            )
+        out.append(obj)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from catalog import Matcher, load_catalog, parse_line, parse_list
+    from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD
+
+    catalog = load_catalog(args.catalog, format=args.catalog_format)
+    matcher = Matcher(
+        catalog,
+        mode=args.mode,
+        year_tolerance=args.year_tolerance,
+        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
+        scorer=args.scorer or DEFAULT_SCORER,
+    )
+    text = _read_input(args.file)
+    rows: list[dict] = []
+    if args.lists:
+        for i, completion in enumerate(_completions(text, args.file)):
+            for line in parse_list(completion):
+                rows.append(
+                    {"list": i, "rank": line.rank, "start": line.start, "end": line.end, "input": line.text}
+                    | {"parsed_title": line.title, "parsed_year": line.year}
+                )
+    else:
+        for line in text.splitlines():
+            title, year = parse_line(line)
+            rows.append({"input": line, "parsed_title": title, "parsed_year": year})
+    matches = matcher.ground_many([r["parsed_title"] for r in rows], [r["parsed_year"] for r in rows])
+    out = sys.stdout
+    if not args.json:
+        out.write("input\titem_id\trule\tscore\n")
+    for row, m in zip(rows, matches, strict=True):
+        if args.json:
+            obj = row | {"item_id": m.item_id, "title": m.title, "year": m.year, "rule": m.rule}
+            obj |= {"score": round(m.score, 2), "detail": m.detail}
+            out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        else:
+            shown = "" if m.item_id is None else m.item_id
+            out.write(f"{row['input']}\t{shown}\t{m.rule}\t{m.score:.1f}\n")
+    return 0
