@@ -1,0 +1,95 @@
+"""Download public datasets for users with internet access (``remark data fetch``). Never run in tests.
+
+Files are pinned to an upstream commit and checked against the sha256 recorded when the project's
+shared copy was made (where known), then written atomically, so a broken download leaves nothing
+half-written. ``opener`` is injectable (tests pass a fake one; nothing here touches the network at
+import time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from catalog.errors import InputError
+from catalog.io import atomic_write
+
+
+@dataclass(frozen=True)
+class Remote:
+    """One file: where it goes under ``--out``, its URL, and its sha256 (None when not recorded)."""
+
+    dest: str
+    url: str
+    sha256: str | None
+
+
+_PROTOQA = "https://raw.githubusercontent.com/iesl/protoqa-data/c6c5696cd0cc18d990499a431c2923cef8003104/"
+#: dataset name -> its files (license: ProtoQA is CC-BY-4.0)
+DATASETS: dict[str, list[Remote]] = {
+    "protoqa": [
+        Remote(
+            "dev/dev.crowdsourced.jsonl",
+            _PROTOQA + "data/dev/dev.crowdsourced.jsonl",
+            "cd3bec04e9ec9294ebf5b75eda6eb0d5abcffec926407eaf852be9c744c67ce5",
+        ),
+        Remote(
+            "dev/dev.scraped.jsonl",
+            _PROTOQA + "data/dev/dev.scraped.jsonl",
+            "ed2d094741de9e7eae0091eaeeca8a94104aa49792efdd75bed91d3ab6177576",
+        ),
+        Remote("train/train.jsonl", _PROTOQA + "data/train/train.jsonl", None),
+        Remote(
+            "test/test.questions.jsonl",
+            _PROTOQA + "data/test/test.questions.jsonl",
+            "e09f227f397a5a1bb35e31746aa81a6fe81d058d92f4065a0c66daedc81f249f",
+        ),
+        Remote(
+            "LICENSE",
+            _PROTOQA + "LICENSE",
+            "f5b745ef98087f531e719ee8ca6a96809444573ecc7173c6fa68eaad39b3cc3f",
+        ),
+    ],
+}
+
+
+def fetch(
+    name: str,
+    out_dir: str | Path,
+    *,
+    opener: Callable[..., object] = urllib.request.urlopen,
+    timeout: float = 60.0,
+    progress: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Download dataset ``name`` into ``out_dir``; return the written paths.
+
+    A sha256 mismatch raises ``InputError`` and leaves that file unwritten.
+    """
+    if name not in DATASETS:
+        raise InputError(f"unknown dataset {name!r}", field="name", hint=f"use one of {', '.join(DATASETS)}")
+    written = []
+    for remote in DATASETS[name]:
+        dest = Path(out_dir) / remote.dest
+        if progress:
+            progress(f"{remote.url} -> {dest}")
+        try:
+            with opener(remote.url, timeout=timeout) as response:  # type: ignore[attr-defined]
+                data = response.read()
+        except OSError as err:
+            raise InputError(
+                f"download failed: {err}", path=remote.url, hint="check your connection"
+            ) from err
+        digest = hashlib.sha256(data).hexdigest()
+        if remote.sha256 is not None and digest != remote.sha256:
+            raise InputError(
+                f"sha256 {digest} differs from the recorded {remote.sha256}",
+                path=remote.url,
+                hint="the upstream file changed or the download was corrupted; try again",
+            )
+        with atomic_write(dest) as tmp:
+            tmp.write_bytes(data)
+        written.append(dest)
+    return written

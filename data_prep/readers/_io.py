@@ -1,0 +1,229 @@
+"""Reading JSON lines, CSV and parquet with errors that name the file and the 1-based line or row.
+
+Flat JSON lines go through polars (``read_ndjson`` with every field read as a string, so a year that
+is an int on one line and a string on the next, or a nested list, never breaks the read); only when
+polars rejects the file are the lines parsed one by one to find and report the bad ones. Nested
+formats (ProtoQA's answer dicts, ReDial's conversations) are read with :func:`iter_json_lines`.
+A ``.json`` file is read as JSON lines too (Rank-GRPO-style dumps use that suffix for them).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from catalog.errors import InputError
+from catalog.io import read_table, table_format
+from catalog.normalize import split_title_year
+from data_prep.schema import Report, flag_rows
+
+SKIP_HINT = "fix or delete the line, or pass --skip-bad-rows to skip it"
+
+
+def _check_exists(path: Path) -> None:
+    if not path.is_file():
+        raise InputError("file not found", path=path, hint="check the --input path")
+
+
+def iter_json_lines(path: str | Path, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line; malformed lines raise or are skipped."""
+    path = Path(path)
+    _check_exists(path)
+    with path.open("rb") as fh:
+        for line_no, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            obj, problem = _parse_line(raw)
+            if problem is not None:
+                report.bad(
+                    InputError(problem, path=path, row=line_no, hint=SKIP_HINT), reason="malformed_json"
+                )
+                continue
+            yield line_no, obj
+
+
+def _parse_line(raw: bytes) -> tuple[Any, str | None]:
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        msg = getattr(err, "msg", str(err))
+        return None, f"not valid JSON ({msg}); each line must be one JSON object"
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object, found {type(obj).__name__}"
+    return obj, None
+
+
+def read_json_lines_frame(path: str | Path, fields: list[str], report: Report) -> pl.DataFrame:
+    """A JSON-lines file -> frame with ``fields`` as strings (nested values as JSON text) + file, row.
+
+    Absent keys read as null (callers report them as missing fields).
+    """
+    path = Path(path)
+    _check_exists(path)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    line_nos = [i for i, raw in enumerate(lines, 1) if raw.strip()]
+    schema = dict.fromkeys(fields, pl.String)
+    try:
+        df = pl.read_ndjson(io.BytesIO(data), schema=schema)
+        if df.height != len(line_nos):
+            raise pl.exceptions.ComputeError("row count differs from the non-blank line count")
+    except (pl.exceptions.PolarsError, ValueError) as err:
+        good, good_nos = [], []
+        for line_no in line_nos:
+            _, problem = _parse_line(lines[line_no - 1])
+            if problem is None:
+                good.append(lines[line_no - 1])
+                good_nos.append(line_no)
+            else:
+                report.bad(
+                    InputError(problem, path=path, row=line_no, hint=SKIP_HINT), reason="malformed_json"
+                )
+        if len(good) == len(line_nos):  # polars failed for a reason we cannot pin to a line
+            raise InputError(f"could not read the file: {err}", path=path) from err
+        line_nos = good_nos
+        df = (
+            pl.read_ndjson(io.BytesIO(b"\n".join(good)), schema=schema)
+            if good
+            else pl.DataFrame(schema=schema)
+        )
+    return df.with_columns(pl.lit(str(path)).alias("file"), pl.Series("row", line_nos, dtype=pl.UInt32))
+
+
+def read_rows(path: str | Path, fields: list[str], report: Report) -> pl.DataFrame:
+    """Read JSON lines, CSV/TSV or parquet (by extension) with provenance columns ``file`` and ``row``.
+
+    JSON lines read ``fields`` as strings; CSV cells are strings and ``row`` counts the header as row 1,
+    as a spreadsheet shows it; parquet keeps its types and ``row`` is the 1-based row index. CSV and
+    parquet are read by ``catalog.io.read_table``.
+    """
+    path = Path(path)
+    fmt = table_format(path)
+    if fmt in ("jsonl", "json"):
+        return read_json_lines_frame(path, fields, report)
+    df = read_table(path, format=fmt, infer_schema=False)
+    first_row = 2 if fmt in ("csv", "tsv") else 1
+    return df.with_columns(
+        pl.lit(str(path)).alias("file"),
+        (pl.int_range(pl.len(), dtype=pl.UInt32) + first_row).alias("row"),
+    )
+
+
+def parse_string_list(df: pl.DataFrame, col: str, report: Report, path: str | Path | None) -> pl.DataFrame:
+    """Column ``col`` -> List(String). Strings hold a JSON list (``["A (1999)", "B"]``) or "|"-separated
+    values (``A (1999)|B``, handy in CSV); null and "" are the empty list. Parsed once per distinct value.
+    """
+    dtype = df.schema[col]
+    if isinstance(dtype, pl.List):
+        return df.with_columns(pl.col(col).cast(pl.List(pl.String)).fill_null([]))
+    df = df.with_columns(pl.col(col).cast(pl.String))
+    uniq = df.select(pl.col(col).unique().drop_nulls())[col].to_list()
+    values, problems = [], []
+    for text in uniq:
+        items, problem = _string_list(text)
+        values.append(items)
+        problems.append(problem)
+    table = pl.DataFrame(
+        {col: uniq, "_list": values, "_problem": problems},
+        schema={col: pl.String, "_list": pl.List(pl.String), "_problem": pl.String},
+    )
+    df = df.join(table, on=col, how="left", maintain_order="left")
+    df = flag_rows(
+        df,
+        pl.col("_problem").is_not_null(),
+        report,
+        reason=f"bad_{col}",
+        field=col,
+        message="{text}",
+        path=None if path is None else str(path),
+        show="_problem",
+        hint='write a JSON list of strings, e.g. ["Arrival (2016)", "Moon (2009)"], or A|B',
+    )
+    return df.with_columns(pl.col("_list").fill_null([]).alias(col)).drop("_list", "_problem")
+
+
+def _string_list(text: str) -> tuple[list[str] | None, str | None]:
+    stripped = text.strip()
+    if not stripped:
+        return [], None
+    if not stripped.startswith("["):
+        return [p.strip() for p in stripped.split("|") if p.strip()], None
+    try:
+        value = json.loads(stripped)
+    except json.JSONDecodeError as err:
+        return None, f"not a valid JSON list ({err.msg})"
+    if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+        return None, "expected a list of strings"
+    return [str(v).strip() for v in value if str(v).strip()], None
+
+
+def split_years_from_titles(df: pl.DataFrame) -> pl.DataFrame:
+    """Where ``year`` is null and ``title`` ends with "(YYYY)", move the year into ``year``.
+
+    Uses ``catalog.normalize.split_title_year`` once per distinct such title, so a threads file whose
+    titles read "Arrival (2016)" grounds the same as one with a separate year column.
+    """
+    candidates = (
+        df.lazy()
+        .filter(pl.col("year").is_null() & pl.col("title").str.contains(r"\(\s*\d{4}\s*\)\s*$"))
+        .select(pl.col("title").unique())
+        .collect()["title"]
+        .to_list()
+    )
+    if not candidates:
+        return df
+    split = [split_title_year(t) for t in candidates]
+    table = pl.DataFrame(
+        {"title": candidates, "_t": [t for t, _ in split], "_y": [y for _, y in split]},
+        schema={"title": pl.String, "_t": pl.String, "_y": pl.Int32},
+    )
+    df = df.join(table, on="title", how="left", maintain_order="left")
+    use = pl.col("year").is_null() & pl.col("_y").is_not_null()
+    return df.with_columns(
+        pl.when(use).then(pl.col("_t")).otherwise(pl.col("title")).alias("title"),
+        pl.when(use).then(pl.col("_y")).otherwise(pl.col("year")).alias("year"),
+    ).drop("_t", "_y")
+
+
+def decode_json_column(
+    df: pl.DataFrame, col: str, dtype: pl.DataType, report: Report, path: str | Path, *, hint: str
+) -> pl.DataFrame:
+    """Decode a String column of JSON text to ``dtype`` (vectorised); report the rows that do not fit.
+
+    Non-string columns (parquet) are cast. Only when the vectorised decode fails are the values tried
+    one by one, to name the first bad row.
+    """
+    if df.schema[col] != pl.String:
+        try:
+            return df.with_columns(pl.col(col).cast(dtype))
+        except pl.exceptions.PolarsError as err:
+            raise InputError(f"cannot read as {dtype}: {err}", path=path, field=col, hint=hint) from err
+    try:
+        return df.with_columns(pl.col(col).str.json_decode(dtype))
+    except pl.exceptions.PolarsError:
+        pass
+    ok = []
+    for value in df[col].to_list():
+        try:
+            pl.Series([value], dtype=pl.String).str.json_decode(dtype)
+            ok.append(True)
+        except pl.exceptions.PolarsError:
+            ok.append(value is None)
+    df = df.with_columns(pl.Series("_ok", ok))
+    df = flag_rows(
+        df,
+        ~pl.col("_ok"),
+        report,
+        reason=f"bad_{col}",
+        field=col,
+        message="{value} does not have the expected shape",
+        path=str(path),
+        show=col,
+        hint=hint,
+    ).drop("_ok")
+    return df.with_columns(pl.col(col).str.json_decode(dtype))

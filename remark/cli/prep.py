@@ -1,0 +1,141 @@
+"""``remark prep``: read a source, ground its mentions, pool one row per request, write a dataset dir.
+
+A thin layer over :mod:`data_prep` (readers, ``pool_threads``, ``write_dataset``). ``--input`` may be
+given several times, each optionally prefixed with the split its rows belong to (``train=PATH``), as
+for Rank-GRPO's time-split files; rows without a split are assigned one by a stable hash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from catalog.errors import InputError
+
+SPLIT_PREFIXES = ("train", "valid", "test", "val", "validation", "dev")
+
+
+def add_parser(subparsers) -> None:
+    from data_prep.readers import SOURCES
+
+    p = subparsers.add_parser(
+        "prep",
+        help="build a pooled dataset (one row per request) from a source",
+        description="Read SOURCE, ground every mention to the catalog, pool responders into one row per "
+        "request, and write requests.parquet, responder_rows.parquet, catalog.parquet, meta.json and "
+        "stats.json to --out (atomically). Sources: " + "; ".join(f"{k}: {v[1]}" for k, v in SOURCES.items()),
+    )
+    p.add_argument("source", choices=list(SOURCES), metavar="SOURCE", help=", ".join(SOURCES))
+    p.add_argument(
+        "--input",
+        action="append",
+        required=True,
+        metavar="[SPLIT=]PATH",
+        help="input file; repeat for several; prefix with train=, valid= or test= to set their split",
+    )
+    p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
+    p.add_argument("--items", choices=["raw", "clusters"], default="raw", help="ProtoQA items (default raw)")
+    p.add_argument(
+        "--match",
+        choices=["exact", "normalized", "fuzzy"],
+        default="fuzzy",
+        help="grounding mode (default fuzzy)",
+    )
+    p.add_argument("--year-tolerance", type=int, default=2, help="grounding year tolerance (default 2)")
+    p.add_argument("--domain", choices=["movie", "book", "music", "answer"], default=None, help="override")
+    p.add_argument(
+        "--split-fractions",
+        default="train=0.8,valid=0.1,test=0.1",
+        help="fractions for requests without a split (default %(default)s)",
+    )
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the split hash (default 0)")
+    p.add_argument("--skip-bad-rows", action="store_true", help="drop bad rows and count them in stats.json")
+    p.add_argument("--out", type=Path, required=True, help="output directory (replaced atomically)")
+    p.add_argument("--json", action="store_true", help="print stats as JSON")
+    p.set_defaults(func=run)
+
+
+def parse_input(text: str) -> tuple[str | None, str]:
+    """``"train=data/a.jsonl"`` -> ("train", "data/a.jsonl"); a plain path -> (None, path)."""
+    head, sep, tail = text.partition("=")
+    if sep and head.lower() in SPLIT_PREFIXES and tail:
+        return head.lower(), tail
+    return None, text
+
+
+def parse_fractions(text: str) -> list[tuple[str, float]]:
+    """``"train=0.8,valid=0.2"`` -> [("train", 0.8), ("valid", 0.2)] (checked by ``SplitSpec``)."""
+    pairs = []
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        try:
+            pairs.append((name.strip(), float(value)))
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise InputError(
+                f"cannot read {part!r}", field="--split-fractions", hint="write train=0.8,valid=0.1,test=0.1"
+            )
+    return pairs
+
+
+def run(args: argparse.Namespace) -> int:
+    from catalog.match import Matcher
+    from catalog.table import load_catalog
+    from data_prep.dataset import write_dataset
+    from data_prep.pool import SplitSpec, pool_threads
+    from data_prep.readers import combine, read_source
+    from data_prep.schema import SPLIT_ALIASES, Report
+    from data_prep.stats import format_stats
+
+    try:
+        spec = SplitSpec(tuple(parse_fractions(args.split_fractions)), seed=args.split_seed)
+    except ValueError as err:
+        raise InputError(str(err), field="--split-fractions") from err
+    report = Report(skip=args.skip_bad_rows)
+    parts, splits, inputs = [], [], []
+    for text in args.input:
+        split, path = parse_input(text)
+        parts.append(read_source(args.source, path, items=args.items, domain=args.domain, report=report))
+        splits.append(SPLIT_ALIASES.get(split, split) if split else None)
+        inputs.append({"path": str(path), "split": splits[-1], **_extra(parts[-1].meta)})
+    threads = combine(parts, splits=splits)
+    if args.catalog is not None:
+        catalog = load_catalog(args.catalog)
+    elif threads.catalog is not None:
+        catalog = threads.catalog
+    else:
+        raise InputError(
+            f"source {args.source!r} defines no catalog", field="--catalog", hint="pass --catalog PATH"
+        )
+    matcher = Matcher(catalog, mode=args.match, year_tolerance=args.year_tolerance)
+    pooled = pool_threads(threads, matcher, split=spec, report=report)
+    meta = {
+        "source": threads.meta["source"],
+        "domain": args.domain or threads.meta["domain"],
+        "has_years": bool(catalog.has_years),
+        "instruction_included": threads.meta["instruction_included"],
+        "inputs": inputs,
+        "catalog": str(args.catalog) if args.catalog else "from source",
+        "catalog_items": len(catalog),
+        "items": args.items if args.source == "protoqa" else None,
+        "match": args.match,
+        "year_tolerance": args.year_tolerance,
+        "split_fractions": dict(spec.fractions),
+        "split_seed": spec.seed,
+    }
+    ds = write_dataset(args.out, pooled, catalog, meta, report=report)
+    stats = json.loads((args.out / "stats.json").read_text())
+    if args.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        print(f"wrote {args.out} ({ds.requests.height} requests, {ds.responder_rows.height} responder rows)")
+        print(format_stats(stats))
+    return 0
+
+
+def _extra(meta: dict) -> dict:
+    return {
+        k: v for k, v in meta.items() if k not in ("source", "domain", "has_years", "instruction_included")
+    }

@@ -1,0 +1,161 @@
+"""The dataset directory (atomic write, load back), ``remark prep`` / ``remark stats``, and fetch."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from catalog.errors import InputError
+from data_prep import dataset as dataset_mod
+from data_prep.dataset import load_dataset
+from data_prep.fetch import DATASETS, Remote, fetch
+from remark.cli.main import main
+from tests.data_prep.conftest import write_catalog_csv, write_jsonl
+from tests.data_prep.test_pool import ROWS
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    return write_jsonl(tmp_path / "threads.jsonl", ROWS), write_catalog_csv(tmp_path / "cat.csv")
+
+
+def prep(data, cat, out, *extra):
+    return main(["prep", "threads", "--input", str(data), "--catalog", str(cat), "--out", str(out), *extra])
+
+
+def test_prep_writes_a_dataset_that_loads_back(tmp_path, inputs, capsys):
+    out = tmp_path / "ds"
+    assert prep(*inputs, out, "--split-fractions", "test=1.0") == 0
+    assert "wrote" in capsys.readouterr().out
+    ds = load_dataset(out)
+    assert ds.requests["request_id"].to_list() == ["q1", "q2"]
+    assert ds.requests.columns == [
+        "request_id", "prompt", "seen", "responders", "n_responders", "union", "counts", "ungrounded", "split"
+    ]  # fmt: skip
+    assert ds.requests["split"].to_list() == ["train", "test"]
+    assert ds.responder_rows["responder_id"].to_list() == ["alice", "bob", "erin", "frank"]
+    assert ds.meta["source"] == "threads" and ds.meta["has_years"] is True
+    assert ds.meta["instruction_included"] is False and ds.meta["domain"] == "movie"
+    assert len(ds.catalog) == 5
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["requests"] == 2 and stats["prep"]["notes"]["responders_without_items"] == 2
+
+
+def test_stats_command_json_matches_the_file(tmp_path, inputs, capsys):
+    out = tmp_path / "ds"
+    prep(*inputs, out)
+    capsys.readouterr()
+    assert main(["stats", str(out), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    saved = json.loads((out / "stats.json").read_text())
+    assert shown["n_responders"] == saved["n_responders"] and shown["responder_rows"] == 4
+    assert main(["stats", str(out)]) == 0
+    assert "responders per request: min 2" in capsys.readouterr().out
+
+
+def test_a_failed_run_leaves_the_old_dataset_untouched(tmp_path, inputs, monkeypatch):
+    out = tmp_path / "ds"
+    prep(*inputs, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("killed while writing")
+
+    monkeypatch.setattr(dataset_mod, "dataset_stats", lambda r: {"requests": r.height})
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", boom)
+    with pytest.raises(RuntimeError, match="killed"):
+        prep(*inputs, out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cat.csv", "ds", "threads.jsonl"]  # no temp left
+
+
+def test_load_dataset_names_what_is_missing(tmp_path, inputs):
+    with pytest.raises(InputError, match=r"requests\.parquet is missing"):
+        load_dataset(tmp_path)
+    out = tmp_path / "ds"
+    prep(*inputs, out)
+    pl.read_parquet(out / "requests.parquet").drop("counts").write_parquet(out / "requests.parquet")
+    with pytest.raises(InputError, match=r"requests\.parquet, field 'counts': missing column"):
+        load_dataset(out)
+
+
+def test_prep_needs_a_catalog_for_sources_without_one(tmp_path, inputs, capsys):
+    assert main(["prep", "threads", "--input", str(inputs[0]), "--out", str(tmp_path / "x")]) == 2
+    assert "defines no catalog" in capsys.readouterr().err
+
+
+def test_prep_split_prefix_and_bad_fractions(tmp_path, inputs, capsys):
+    rows = [{**r, "split": None} for r in ROWS]
+    data = write_jsonl(tmp_path / "nosplit.jsonl", rows)
+    out = tmp_path / "ds"
+    assert (
+        main(["prep", "threads", "--input", f"valid={data}", "--catalog", str(inputs[1]), "--out", str(out)])
+        == 0
+    )
+    assert load_dataset(out).requests["split"].unique().to_list() == ["valid"]
+    assert prep(*inputs, out, "--split-fractions", "train=0.5") == 2
+    assert "sum to 1" in capsys.readouterr().err
+
+
+def test_round_trip_preserves_the_pooled_table(tmp_path, inputs):
+    from catalog.match import Matcher
+    from catalog.table import load_catalog
+    from data_prep.dataset import write_dataset
+    from data_prep.pool import pool_threads
+    from data_prep.readers import read_threads
+
+    cat = load_catalog(inputs[1])
+    pooled = pool_threads(read_threads(inputs[0]), Matcher(cat))
+    meta = {"source": "threads", "domain": "movie", "has_years": True, "instruction_included": False}
+    written = write_dataset(tmp_path / "ds", pooled, cat, meta)
+    loaded = load_dataset(tmp_path / "ds")
+    assert_frame_equal(loaded.requests, written.requests)
+    assert_frame_equal(loaded.responder_rows, written.responder_rows)
+    assert_frame_equal(loaded.catalog.df, cat.df)
+
+
+class FakeResponse(io.BytesIO):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_fetch_writes_checked_files_with_a_fake_opener(tmp_path, monkeypatch):
+    files = {"https://x/a.jsonl": b'{"a": 1}\n', "https://x/LICENSE": b"CC-BY"}
+    monkeypatch.setitem(
+        DATASETS,
+        "fake",
+        [
+            Remote(
+                "dev/a.jsonl", "https://x/a.jsonl", hashlib.sha256(files["https://x/a.jsonl"]).hexdigest()
+            ),
+            Remote("LICENSE", "https://x/LICENSE", None),
+        ],
+    )
+    calls = []
+
+    def opener(url, timeout):
+        calls.append(url)
+        return FakeResponse(files[url])
+
+    written = fetch("fake", tmp_path / "out", opener=opener)
+    assert [p.relative_to(tmp_path / "out").as_posix() for p in written] == ["dev/a.jsonl", "LICENSE"]
+    assert (tmp_path / "out/dev/a.jsonl").read_bytes() == files["https://x/a.jsonl"]
+    assert calls == list(files)
+    files["https://x/a.jsonl"] = b"tampered"
+    with pytest.raises(InputError, match="sha256"):
+        fetch("fake", tmp_path / "again", opener=opener)
+    assert not (tmp_path / "again/dev/a.jsonl").exists()
+
+
+def test_protoqa_urls_are_pinned_to_the_recorded_commit():
+    for remote in DATASETS["protoqa"]:
+        assert remote.url.startswith("https://raw.githubusercontent.com/iesl/protoqa-data/c6c5696c")
+    assert {r.dest for r in DATASETS["protoqa"]} >= {"dev/dev.crowdsourced.jsonl", "dev/dev.scraped.jsonl"}
