@@ -18,6 +18,8 @@ only had one scaling; ``responder_rb`` (exact Rao-Blackwellisation of its update
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from remark.algos.registry import get, register
@@ -30,7 +32,8 @@ def _as_float(rewards: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"rewards must be a torch.Tensor, got {type(rewards).__name__}")
     if not rewards.is_floating_point():
         rewards = rewards.to(torch.float32)
-    if not torch.isfinite(rewards).all():
+    # fast path: one reduction; a non-finite sum is confirmed element-wise (a huge finite sum can overflow)
+    if not math.isfinite(rewards.sum().item()) and not torch.isfinite(rewards).all():
         raise ValueError("rewards contain NaN or inf; rank rewards must be finite")
     return rewards
 
@@ -43,8 +46,12 @@ def mean_baseline(rewards_BGK: torch.Tensor) -> torch.Tensor:
 
 @register("scale", "group")
 def group_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
-    """s_B1K = std_g(r_{b,g,k}) (unbiased, G - 1 in the denominator) + eps (Rank-GRPO)."""
-    return rewards_BGK.std(1, keepdim=True, unbiased=True) + eps
+    """s_B1K = std_g(r_{b,g,k}) (unbiased, G - 1 in the denominator) + eps (Rank-GRPO).
+
+    Written out (centre, square, sum) rather than ``Tensor.std``: same value, several times faster on
+    CPU for (48, 8, 20) batches."""
+    centred = rewards_BGK - rewards_BGK.mean(1, keepdim=True)
+    return (centred.square().sum(1, keepdim=True) / (rewards_BGK.shape[1] - 1)).sqrt() + eps
 
 
 @register("scale", "batch")
@@ -124,9 +131,10 @@ def rank_advantages(
       request's responders: adv_{r,k} = sum_n m_{r,n} A^{(n)}_{r,k} / sum_n m_{r,n} (0 when n_x = 0).
       With ``batch`` the std of rank k runs over every valid (b, n, g).
     """
-    rewards = _as_float(rewards)
-    if rewards.ndim not in (2, 3):
-        raise ValueError(f"rewards must be (R, K) or (R, N, K), got shape {tuple(rewards.shape)}")
+    if not isinstance(rewards, torch.Tensor) or rewards.ndim not in (2, 3):
+        raise ValueError(
+            f"rewards must be an (R, K) or (R, N, K) tensor, got {getattr(rewards, 'shape', type(rewards))}"
+        )
     r = rewards.shape[0]
     if group_size < 2:
         raise ValueError(f"group-relative advantages need group_size >= 2, got {group_size}")
@@ -137,7 +145,7 @@ def rank_advantages(
         if mask_RN is not None:
             raise ValueError("mask_RN is only for per-responder rewards (R, N, K) of responder_rb")
         k = rewards.shape[1]
-        return scale_advantages(rewards.view(b, group_size, k), mode, eps, baseline=baseline).view(r, k)
+        return scale_advantages(rewards.reshape(b, group_size, k), mode, eps, baseline=baseline).reshape(r, k)
     _, n, k = rewards.shape
     if mask_RN is None or tuple(mask_RN.shape) != (r, n):
         raise ValueError(
@@ -145,10 +153,10 @@ def rank_advantages(
             "(EncodedRows.responder_mask_RN)"
         )
     mask_BGN = mask_RN.to(torch.bool).view(b, group_size, n)
-    if (mask_BGN != mask_BGN[:, :1]).any():
+    if not torch.equal(mask_BGN, mask_BGN[:, :1].expand_as(mask_BGN)):
         raise ValueError("mask_RN differs within a group: the G rows of a group must be one request")
     mask_BN = mask_BGN[:, 0]
-    rewards_BNGK = rewards.view(b, group_size, n, k).permute(0, 2, 1, 3)
+    rewards_BNGK = rewards.reshape(b, group_size, n, k).permute(0, 2, 1, 3)
     adv = scale_advantages(
         rewards_BNGK.reshape(b * n, group_size, k),
         mode,

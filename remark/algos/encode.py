@@ -17,7 +17,7 @@ a repeat of an earlier slot's id is never eligible, which is the same rule state
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -50,6 +50,8 @@ class EncodedRows:
         None when neither ``responder_index`` nor ``responder_items`` was given.
     group_size : int or None
         G when the caller declared it (and the group layout was checked).
+    index_RK : int64 (R, K)
+        ``item_RK`` with -1 replaced by the sentinel column V: safe to ``gather`` any (R, V + 1) table.
     """
 
     item_RK: torch.Tensor
@@ -61,6 +63,11 @@ class EncodedRows:
     n_responders_R: torch.Tensor
     drawn_RV: torch.Tensor | None
     group_size: int | None = None
+    index_RK: torch.Tensor = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        index = torch.where(self.item_RK >= 0, self.item_RK, torch.full_like(self.item_RK, self.sentinel))
+        object.__setattr__(self, "index_RK", index)
 
     @property
     def n_rows(self) -> int:
@@ -78,10 +85,6 @@ class EncodedRows:
     @property
     def has_responders(self) -> bool:
         return bool(self.member_RNV.shape[1] > 0)
-
-    def slot_index_RK(self) -> torch.Tensor:
-        """``item_RK`` with -1 replaced by the sentinel column: safe to ``gather`` any (R, V + 1) table."""
-        return torch.where(self.item_RK >= 0, self.item_RK, torch.full_like(self.item_RK, self.sentinel))
 
 
 def _check_len(name: str, seq: Sequence | None, n_rows: int) -> None:
@@ -236,9 +239,9 @@ def encode_rows(
         idx = torch.tensor(count_triples, dtype=torch.int64)
         counts_RV[idx[:, 0], idx[:, 1]] = idx[:, 2].to(torch.float32)
     elif responders is not None and counts is None:
-        counts_RV = member_RNV.sum(1, dtype=torch.float32)
+        counts_RV = member_RNV.to(torch.float32).sum(1)
     if responders is not None and counts is not None:
-        derived = member_RNV.sum(1, dtype=torch.float32)
+        derived = member_RNV.to(torch.float32).sum(1)
         bad = (derived != counts_RV).any(1).nonzero().flatten()
         if bad.numel():
             r = int(bad[0])

@@ -32,15 +32,15 @@ __all__ = ["eligibility", "log_decay", "rank_rewards"]
 def eligibility(enc: EncodedRows) -> torch.Tensor:
     """e_RK (bool): slot k has a grounded id, not in ``seen``, not equal to an earlier slot's id.
 
-    e_k = 1[item_k >= 0] * (1 - seen[item_k]) * prod_{j < k} 1[item_j != item_k].
+    e_k = 1[item_k >= 0] * (1 - seen[item_k]) * 1[k = min{j : item_j = item_k}]. The first slot of each
+    code comes from one ``scatter_reduce(amin)`` over the row's code table (O(R K), not O(R K^2)).
     """
-    item = enc.item_RK
-    grounded = item >= 0
-    seen = enc.seen_RV.gather(1, enc.slot_index_RK())
-    k = item.shape[1]
-    earlier_KK = torch.ones(k, k, dtype=torch.bool).tril(-1)  # [k, j]: j < k
-    repeat = ((item[:, :, None] == item[:, None, :]) & earlier_KK).any(-1)
-    return grounded & ~seen & ~repeat
+    idx = enc.index_RK
+    pos_RK = torch.arange(idx.shape[1]).expand_as(idx)
+    first_RV = torch.full(enc.seen_RV.shape, idx.shape[1], dtype=torch.int64)
+    first_RV.scatter_reduce_(1, idx, pos_RK, reduce="amin")
+    is_first = first_RV.gather(1, idx) == pos_RK
+    return (enc.item_RK >= 0) & is_first & ~enc.seen_RV.gather(1, idx)
 
 
 @register("reward", "responder")
@@ -51,14 +51,14 @@ def responder_reward(enc: EncodedRows) -> torch.Tensor:
             "the responder scheme needs the scored responder: pass responder_index (pooled rows, see "
             "draw_responders) or responder_items (per-responder rows) to encode_rows"
         )
-    hit = enc.drawn_RV.gather(1, enc.slot_index_RK())
+    hit = enc.drawn_RV.gather(1, enc.index_RK)
     return (eligibility(enc) & hit).to(torch.float32)
 
 
 @register("reward", "union")
 def union_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * min(c_item, 1): 1 if any responder named the slot's item (ReMaRk)."""
-    c = enc.counts_RV.gather(1, enc.slot_index_RK())
+    c = enc.counts_RV.gather(1, enc.index_RK)
     return (eligibility(enc) & (c >= 1)).to(torch.float32)
 
 
@@ -67,7 +67,7 @@ def marginal_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * c_item / n_x: E over a uniform responder draw of the ``responder`` reward."""
     if not enc.has_responders:
         raise ValueError("the marginal scheme needs n_x: pass responders to encode_rows")
-    c = enc.counts_RV.gather(1, enc.slot_index_RK())
+    c = enc.counts_RV.gather(1, enc.index_RK)
     n = enc.n_responders_R.clamp(min=1.0)[:, None]
     return eligibility(enc).to(torch.float32) * (c / n)
 
@@ -81,7 +81,7 @@ def responder_rb_reward(enc: EncodedRows) -> torch.Tensor:
             "the responder_rb scheme needs every responder's list: pass responders to encode_rows"
         )
     n = enc.member_RNV.shape[1]
-    idx_RNK = enc.slot_index_RK()[:, None, :].expand(-1, n, -1)
+    idx_RNK = enc.index_RK[:, None, :].expand(-1, n, -1)
     hit = enc.member_RNV.gather(2, idx_RNK)
     return (eligibility(enc)[:, None, :] & hit).to(torch.float32)
 

@@ -128,7 +128,7 @@ def test_batch_scale_single_valid_group_of_rb_has_no_nan():
             lambda: rank_advantages(torch.zeros(8, 20), group_size=8, mask_RN=torch.ones(8, 2)),
             "only for per-responder",
         ),
-        (lambda: rank_advantages(torch.zeros(8), group_size=8), r"must be \(R, K\) or \(R, N, K\)"),
+        (lambda: rank_advantages(torch.zeros(8), group_size=8), r"must be an \(R, K\) or \(R, N, K\) tensor"),
         (
             lambda: rank_advantages(
                 torch.zeros(2, 2, 3), group_size=2, mask_RN=T([[True, True], [True, False]])

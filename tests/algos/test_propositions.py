@@ -146,7 +146,7 @@ def test_proposition_2_binary_rewards_bounded_factor():
     m = patterns.sum(1, keepdim=True).expand(-1, G)[:, :, None][nz]
     want = 1 / (torch.sqrt(m * (G - m) / (G * (G - 1))) + eps)
     torch.testing.assert_close(factor, want)
-    assert factor.max() <= hi and factor.min() >= 1 / (1 / lo + eps)
+    assert factor.max() <= hi and factor.min() >= (1 - 1e-6) / (1 / lo + eps)  # float32 rounding
     assert factor.max() / factor.min() == pytest.approx(G / (2 * math.sqrt(G - 1)), rel=1e-3)  # 1.512
     # largest advantage anywhere: the lone hit, (1 - 1/G) sqrt(G) = (G - 1) / sqrt(G), vs 1 - 1/G unscaled
     assert a_group.max().item() == pytest.approx((G - 1) / math.sqrt(G), rel=1e-3)
