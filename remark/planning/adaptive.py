@@ -50,7 +50,8 @@ from transformers import TrainerCallback
 
 from catalog.errors import InputError
 
-from .group_size import CostModel, plan_group_size
+from .group_size import CostModel, fit_cost_model, plan_group_size
+from .logs import read_profile
 
 RECOMMENDATION_FILE = "group_size_recommendation.json"
 
@@ -82,6 +83,14 @@ class GroupSizeAdvisor(TrainerCallback):
         self.cost = cost
         self.memory_budget_gb = float(memory_budget_gb)
         self.candidates = sorted({int(g) for g in candidates})
+        if not self.candidates or self.candidates[0] < 2:
+            raise InputError(f"candidates must be integers >= 2, got {list(candidates)}", field="candidates")
+        smallest = float(cost.memory(self.candidates[0]))
+        if smallest > self.memory_budget_gb:  # fail now, not in the middle of training
+            raise InputError(
+                f"even G = {self.candidates[0]} needs {smallest:.1f} GB > the {self.memory_budget_gb:g} GB budget",
+                field="memory_budget_gb",
+            )
         self.every_n_steps = every_n_steps
         self.window_steps = 4 * every_n_steps if window_steps is None else window_steps
         self.min_units = min_units
@@ -94,6 +103,15 @@ class GroupSizeAdvisor(TrainerCallback):
         self._units: dict[str, tuple[float, int, int]] = {}  # key -> (successes, samples, step)
         self._pending: dict[str, float] = {}
         self._dirty = False
+
+    @classmethod
+    def from_profile(cls, profile_path: str | Path, **kwargs) -> GroupSizeAdvisor:
+        """Build the cost model from a "Cost profile" JSON (``bench/gpu_check.py``); kwargs as ``__init__``."""
+        points = read_profile(profile_path)
+        cost = fit_cost_model(
+            [p["G"] for p in points], [p["peak_mem_gb"] for p in points], [p["step_s"] for p in points]
+        )
+        return cls(cost, **kwargs)
 
     # ---- feeding ----
     def update(
@@ -109,7 +127,12 @@ class GroupSizeAdvisor(TrainerCallback):
         self._record([str(r) for r in request_ids], p * n if n_samples is not None else p, n, step)
 
     def update_from_rewards(self, request_ids: Sequence[str], rewards, *, step: int | None = None) -> None:
-        """Record group rewards (B, G) or rank rewards (B, G, K), values in [0, 1], one group per id."""
+        """Record group rewards (B, G) or rank rewards (B, G, K), values in [0, 1], one group per id.
+
+        ``rewards`` may be a numpy array or a torch tensor (any device).
+        """
+        if hasattr(rewards, "detach"):
+            rewards = rewards.detach().float().cpu().numpy()
         r = np.asarray(rewards, dtype=float)
         if r.ndim not in (2, 3) or r.shape[0] != len(request_ids) or r.shape[1] < 2:
             raise InputError(

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from transformers import TrainerControl, TrainerState
 
 from catalog.errors import InputError
@@ -145,6 +146,17 @@ def test_only_process_zero_writes(setup, tmp_path):
     adv.on_save(args, state, control)
     assert adv.latest is not None
     assert not (tmp_path / "checkpoint-3").exists()
+
+
+def test_from_profile_and_torch_rewards(tmp_path):
+    points = [{"G": g, "peak_mem_gb": 10.0 + 2 * g, "step_s": 5.0 + 0.5 * g} for g in (4, 8, 16, 32)]
+    (tmp_path / "profile.json").write_text(json.dumps({"device": "t", "model": "m", "points": points}))
+    adv = GroupSizeAdvisor.from_profile(tmp_path / "profile.json", memory_budget_gb=80.0, min_units=40)
+    assert adv.cost.memory.slope == pytest.approx(2.0)
+    adv.update_from_rewards([f"r{i}" for i in range(8)], torch.from_numpy(rank_rewards(1)))
+    assert adv.recommend()["n_units"] == 40
+    with pytest.raises(InputError, match="budget"):
+        GroupSizeAdvisor(cost(), memory_budget_gb=12.0, candidates=[2, 4])  # G = 2 needs 14 GB
 
 
 def test_bad_feeds_and_files(tmp_path):
