@@ -74,10 +74,30 @@ def perturb(title: str, year: int | None, kind: str, rng: random.Random) -> tupl
     raise ValueError(kind)
 
 
+def ambiguous_rows(cat, tol: int = 2) -> set[int]:
+    """Rows whose normalised title is shared by another item within ``tol`` years (catalog duplicates
+    such as "Amelie"/"Amélie" (2001) or "Django Unchained" 2012/2013): no matcher can tell them apart."""
+    keys: dict[str, list[int]] = {}
+    for i, t in enumerate(cat.df["title"].to_list()):
+        keys.setdefault(normalize_title(t), []).append(i)
+    years = cat.df["year"].to_list()
+    out = set()
+    for rows in keys.values():
+        for a in rows:
+            for b in rows:
+                if a != b and (years[a] is None or years[b] is None or abs(years[a] - years[b]) <= tol):
+                    out.add(a)
+    return out
+
+
 def build_queries(cat, n_items: int, rng: random.Random, normalized: Matcher):
-    """(title, year, true item_id, kind) for perturbations of ``n_items`` random items."""
+    """(title, year, true item_id, kind) for perturbations of ``n_items`` random unambiguous items."""
     df = cat.df
-    rows = rng.sample(range(df.height), min(n_items, df.height))
+    skip = ambiguous_rows(cat)
+    rows = rng.sample([i for i in range(df.height) if i not in skip], min(n_items, df.height - len(skip)))
+    print(
+        f"# {len(skip)} catalog items share a normalised title with another item within 2 years; not sampled"
+    )
     out, dropped = [], 0
     for i in rows:
         item_id, title, year = df["item_id"][i], df["title"][i], df["year"][i]
@@ -157,21 +177,29 @@ def speed(cat, queries, absent, args, rng: random.Random) -> None:
     qs, ys = [t for t, _ in titles], [y for _, y in titles]
     n_unique = len(set(titles))
     print(f"\n## Speed: {args.speed_n} titles ({n_unique} distinct) vs {len(cat)} items")
-    t0 = time.perf_counter()
+
+    def best_of(n: int, fn) -> float:  # the machine is shared: keep the fastest of n runs
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    build = best_of(3, lambda: (normalize_title.cache_clear(), Matcher(cat)))
     m = Matcher(cat)
-    build = time.perf_counter() - t0
-    normalize_title.cache_clear()
-    t0 = time.perf_counter()
     fast = m.ground_many(qs, ys)
-    cold = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    m.ground_many(qs, ys)
-    warm = time.perf_counter() - t0
-    m2 = Matcher(cat, workers=-1)
-    normalize_title.cache_clear()
-    t0 = time.perf_counter()
-    m2.ground_many(qs, ys)
-    cold_mt = time.perf_counter() - t0
+
+    def cold_run(workers: int) -> float:
+        fresh = Matcher(cat, workers=workers)
+        normalize_title.cache_clear()
+        t0 = time.perf_counter()
+        fresh.ground_many(qs, ys)
+        return time.perf_counter() - t0
+
+    cold = min(cold_run(1) for _ in range(3))
+    cold_mt = min(cold_run(-1) for _ in range(3))
+    warm = best_of(3, lambda: m.ground_many(qs, ys))
     sample = rng.sample(range(len(titles)), min(args.sample, len(titles)))
     t0 = time.perf_counter()
     ref = [reference_ground(m, qs[i], ys[i]) for i in sample]
@@ -210,7 +238,7 @@ def speed(cat, queries, absent, args, rng: random.Random) -> None:
         f"difflib agrees with the matcher's item on {agree}/{len(dl_sample)}"
     )
     rules = {k: sum(r.rule == k for r in fast) for k in ("exact", "alias", "subtitle", "fuzzy", "none")}
-    print("Rules over the 20k: " + ", ".join(f"{k} {v}" for k, v in rules.items()))
+    print(f"Rules over the {args.speed_n}: " + ", ".join(f"{k} {v}" for k, v in rules.items()))
 
 
 def main(argv: list[str] | None = None) -> int:

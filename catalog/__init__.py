@@ -2,10 +2,12 @@
 
 Public names (docs/architecture.md, "catalog/"): :class:`Catalog`, :func:`load_catalog`,
 :func:`normalize_title`, :func:`split_title_year`, :class:`ParsedLine`, :func:`parse_list`,
-:func:`parse_line`, :class:`Matcher`, :class:`Match`, :class:`InputError`, and the atomic output
+:func:`parse_line`, :class:`Matcher`, :class:`Match`, :func:`tolerance_groups` (Rank-GRPO's year-tolerant
+title equivalence), :class:`InputError`, and the atomic output
 helpers :func:`atomic_write`, :func:`atomic_dir` with :func:`read_table`.
 """
 
+from catalog.equivalence import tolerance_groups
 from catalog.errors import InputError
 from catalog.io import atomic_dir, atomic_write, read_table
 from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD, Match, Matcher
@@ -30,4 +32,5 @@ __all__ = [
     "parse_list",
     "read_table",
     "split_title_year",
+    "tolerance_groups",
 ]

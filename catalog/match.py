@@ -27,7 +27,8 @@ Modes (``Matcher(catalog, mode=...)``):
   year, which ground to ``none`` here). Rank-GRPO applies its +-2 year tolerance afterwards, between the
   grounded line and the ground-truth titles (casefolded); we compare catalog ids, so two *different*
   catalog items with the same casefolded title within 2 years count as different items (in Reddit-v2's
-  gt_catalog: 16 such pairs of 7,404 items, e.g. "Arrebato" 1979/1980). ``year_tolerance`` is unused.
+  gt_catalog: 37 such pairs of 7,404 items, e.g. "Django Unchained" 2012/2013); compare
+  ``catalog.equivalence.tolerance_groups`` ids to reproduce Rank-GRPO there. ``year_tolerance`` is unused.
 
 Ties (several items pass the same rule): smallest year distance (known years before unknown), then
 higher popularity, then smaller ``item_id`` (``catalog.index``). Results are cached per (title, year).

@@ -55,3 +55,12 @@ def test_batched_equals_reference_on_real_catalog(gt) -> None:
     for (t, y), g in zip(qs, got, strict=True):
         r = reference_ground(m, t, y)
         assert (g.item_id, g.rule, round(g.score, 6)) == (r.item_id, r.rule, round(r.score, 6)), (t, y)
+
+
+def test_rank_grpo_tolerance_pairs_in_gt_catalog(gt) -> None:
+    from catalog import tolerance_groups
+
+    groups = tolerance_groups(gt)
+    merged = groups.filter(groups["item_id"] != groups["group"])
+    assert merged.height == 37  # catalog rows Rank-GRPO's +-2 tolerance makes one item with another
+    assert dict(groups.iter_rows())["Django Unchained (2013)"] == "Django Unchained (2012)"
