@@ -28,8 +28,10 @@ from eval.views import split_key, weights_for
 
 Method = Literal["bca", "percentile", "basic"]
 METHODS: tuple[Method, ...] = ("bca", "percentile", "basic")
-#: counts matrices are built in batches of about this many cells (~2 MB: stays in cache; 10x larger is 2-3x slower).
-_BATCH_CELLS = 250_000
+#: Resamples are processed in batches of about this many counts: small batches stay in cache when there
+#: are few columns; with many columns a bigger matmul amortises BLAS threading (a (25 x 10k) @ (10k x 96)
+#: product with 2 OpenBLAS threads on a busy 2-core machine ran 10x slower than (200 x 10k) @ ...).
+_BATCH_CELLS_FEW, _BATCH_CELLS_MANY = 250_000, 2_000_000
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class BootstrapConfig:
     seed: int = 0
     """Seed of the resampling (``numpy.random.default_rng(seed)``): same seed, same intervals."""
     batch: int | None = None
-    """Resamples per vectorised batch; None picks one that keeps a batch near 250k counts."""
+    """Resamples per vectorised batch; None picks one (see ``_BATCH_CELLS_FEW``)."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -115,7 +117,8 @@ def bootstrap_sums(
         out = np.asarray(statistic(counts.reshape(-1, n) @ cols), dtype=np.float64)  # (b, M)
         return np.moveaxis(out.reshape(*lead, out.shape[-1]), -1, 0)  # (M, ...): resamples last
 
-    batch = config.batch or max(1, min(config.n_resamples, _BATCH_CELLS // n))
+    cells = _BATCH_CELLS_FEW if cols.shape[1] <= 8 else _BATCH_CELLS_MANY
+    batch = config.batch or max(1, min(config.n_resamples, cells // n))
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -1,0 +1,200 @@
+"""Generate ranked lists for evaluation: greedy (one per unique request) and optional samples.
+
+Prompts are ``data_prep.prompts.build_messages`` rendered with the tokenizer's own chat template
+(``add_generation_prompt=True``), exactly as training builds them. Engines:
+
+- ``transformers``: batched ``generate`` with left padding, prompts sorted by length so that a batch pads
+  little (results are put back in request order); sampling is seeded per batch
+  (``torch.manual_seed(seed + batch_index)``), so a run is reproducible on the same hardware.
+- ``vllm``: imported lazily (``pip install 'remark[vllm]'``; CUDA only); ``temperature=0`` for greedy.
+- ``auto``: vLLM when it imports and a CUDA device is present, else transformers.
+
+Departure from Rank-GRPO: its eval is greedy only. At small scale greedy lists repeat one item
+(experiments.md, pitfall 1), so sampled evaluation (n lists per request at a temperature, metrics averaged)
+is offered beside it, and the number of distinct items per list is reported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from catalog.errors import InputError
+from data_prep.prompts import build_messages
+
+Engine = Literal["auto", "transformers", "vllm"]
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """How lists are generated."""
+
+    k: int = 20
+    """Items asked for in the prompt (the largest cut-off scored)."""
+    max_new_tokens: int = 320
+    """Completion cap (ReMaRk's training cap; Rank-GRPO used 1024)."""
+    batch_size: int = 16
+    """Prompts per ``generate`` call (transformers engine)."""
+    num_samples: int = 0
+    """Sampled lists per request besides the greedy one (0 = greedy only)."""
+    temperature: float = 1.0
+    """Sampling temperature (sampled lists only)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (sampled lists only)."""
+    seed: int = 0
+    """Seed of the sampling."""
+    engine: Engine = "auto"
+    """``auto``, ``transformers`` or ``vllm``."""
+    device: str | None = None
+    """Torch device for the transformers engine (default: cuda when available, else cpu)."""
+
+    def __post_init__(self) -> None:
+        if self.k < 1 or self.max_new_tokens < 1 or self.batch_size < 1:
+            raise InputError("k, max_new_tokens and batch_size must be >= 1", field="generation")
+        if self.num_samples < 0:
+            raise InputError(f"num_samples={self.num_samples}", field="num_samples", hint="use 0 or more")
+        if self.num_samples and self.temperature <= 0:
+            raise InputError(
+                f"temperature={self.temperature}",
+                field="temperature",
+                hint="sampling needs a temperature > 0",
+            )
+        if self.engine not in ("auto", "transformers", "vllm"):
+            raise InputError(
+                f"unknown engine {self.engine!r}", field="engine", hint="use auto, transformers or vllm"
+            )
+
+
+DEFAULT_GENERATION = GenerationConfig()
+
+
+def vllm_available() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
+def resolve_engine(engine: Engine) -> Literal["transformers", "vllm"]:
+    """The engine to use; asking for vLLM without it installed is an error that says how to get it."""
+    if engine == "vllm":
+        if not vllm_available():
+            raise InputError(
+                "vLLM is not installed",
+                field="engine",
+                hint="pip install 'remark[vllm]' on a CUDA machine, or use --engine transformers",
+            )
+        return "vllm"
+    if engine == "auto" and vllm_available():
+        import torch
+
+        if torch.cuda.is_available():
+            return "vllm"
+    return "transformers"
+
+
+def render_prompts(tokenizer: Any, prompts: Sequence[Any], meta: dict[str, Any], k: int) -> list[str]:
+    """Pooled prompts -> chat-templated strings (data_prep.prompts + the tokenizer's chat template)."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise InputError("the tokenizer has no chat template", field="chat_template", hint="use a chat model")
+    out = []
+    for prompt in prompts:
+        messages = build_messages(
+            prompt,
+            k=k,
+            domain=meta.get("domain", "movie"),
+            with_year=bool(meta.get("has_years", True)),
+            instruction_included=bool(meta.get("instruction_included", False)),
+        )
+        out.append(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    return out
+
+
+Runner = Callable[[list[str], int, bool], list[list[str]]]
+
+
+def _transformers(model_dir: Path, cfg: GenerationConfig) -> Runner:
+    """Load once; the runner maps prompts -> ``n`` completions each (greedy when ``sample`` is False)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok.padding_side = "left"
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir).to(device).eval()
+
+    def run(texts: list[str], n: int, sample: bool) -> list[list[str]]:
+        lengths = [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        out: list[list[str]] = [[] for _ in texts]
+        kwargs: dict[str, Any] = {"max_new_tokens": cfg.max_new_tokens, "pad_token_id": tok.pad_token_id}
+        if sample:
+            kwargs |= {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p}
+            kwargs |= {"num_return_sequences": n, "top_k": None}
+        else:
+            kwargs |= {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        for b, start in enumerate(range(0, len(order), cfg.batch_size)):
+            idx = order[start : start + cfg.batch_size]
+            enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
+            enc = enc.to(device)
+            torch.manual_seed(cfg.seed + b)
+            with torch.no_grad():
+                gen = model.generate(**enc, **kwargs)
+            decoded = tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+            for j, i in enumerate(idx):
+                out[i] = decoded[j * n : (j + 1) * n]
+        return out
+
+    return run
+
+
+def _vllm(model_dir: Path, cfg: GenerationConfig) -> Runner:
+    from vllm import LLM, SamplingParams  # optional dependency, imported only here
+
+    llm = LLM(model=str(model_dir), seed=cfg.seed)
+
+    def run(texts: list[str], n: int, sample: bool) -> list[list[str]]:
+        if sample:
+            params = SamplingParams(
+                n=n,
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                max_tokens=cfg.max_new_tokens,
+                seed=cfg.seed,
+            )
+        else:
+            params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.max_new_tokens)
+        return [[o.text for o in r.outputs] for r in llm.generate(texts, params)]
+
+    return run
+
+
+@dataclass
+class Generated:
+    """Completions in request order: ``greedy[i]`` one string, ``samples[i]`` ``num_samples`` strings."""
+
+    greedy: list[str]
+    samples: list[list[str]] | None
+    engine: str
+    prompts: list[str]
+
+
+def generate_lists(
+    model_dir: str | Path, prompts: Sequence[Any], meta: dict[str, Any], cfg: GenerationConfig
+) -> Generated:
+    """Greedy completions (and ``cfg.num_samples`` sampled ones) for pooled prompts, in their order."""
+    from transformers import AutoTokenizer
+
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        raise InputError(
+            "not a model directory (no config.json)", path=model_dir, hint="pass a save_pretrained dir"
+        )
+    texts = render_prompts(AutoTokenizer.from_pretrained(model_dir), prompts, meta, cfg.k)
+    engine = resolve_engine(cfg.engine)
+    run = (_vllm if engine == "vllm" else _transformers)(model_dir, cfg)
+    greedy = [c[0] for c in run(texts, 1, False)]
+    samples = run(texts, cfg.num_samples, True) if cfg.num_samples else None
+    return Generated(greedy, samples, engine, texts)

@@ -1,0 +1,192 @@
+"""``remark eval run``: generate lists for a split, ground, score, bootstrap, write every output atomically.
+
+Outputs in ``out_dir`` (each file replaced atomically; other files in the folder are left alone):
+
+- ``predictions.jsonl``: greedy lists, ``{"request_id", "recommendations", "grounded", "completion"}``;
+  ``recommendations`` are the parsed lines ("Title (Year)"), so ``remark eval score`` on this file gives
+  the same numbers (``grounded`` holds the catalog ids, null when a line did not ground);
+- ``samples.jsonl`` (with ``num_samples > 0``): the same per sampled list, plus ``sample``;
+- ``metrics.json``: the score JSON of the greedy lists (``n_requests``, ``per_responder``, ``union``,
+  ``single_mention``, ``settings``, ``ci``, ``counts``, ``lists``, ``warnings``), with ``sampled`` (the
+  same for sampled lists) and ``generation`` (engine, model, config);
+- ``per_request.parquet`` (and ``per_request_sampled.parquet``): per-request values, the training
+  eval-log format, so ``remark eval compare`` can pair two runs;
+- ``report.md`` and ``metrics.png`` (``metrics_sampled.png``).
+
+Lines are parsed with ``catalog.parse.parse_list`` (every line a rank; the whole completion is kept, as
+Rank-GRPO's eval parses every line before compaction and the cut at k).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from catalog.errors import InputError
+from catalog.io import atomic_write
+from catalog.match import Matcher
+from catalog.parse import parse_list
+from data_prep.dataset import load_dataset
+from eval.bootstrap import DEFAULT_CI, BootstrapConfig
+from eval.generate import DEFAULT_GENERATION, GenerationConfig, generate_lists
+from eval.metrics import DEFAULT_KS, METRICS
+from eval.report import metrics_markdown, plot_metrics
+from eval.score import summarize
+from eval.views import VIEWS, score_lists
+
+
+def parse_and_ground(
+    completions: Sequence[str], matcher: Matcher
+) -> tuple[list[list[str]], list[list[str | None]]]:
+    """Completions -> (display strings per line, catalog id or None per line), one batched grounding."""
+    parsed = [parse_list(c) for c in completions]
+    flat = [p for lines in parsed for p in lines]
+    matches = matcher.ground_many([p.title for p in flat], [p.year for p in flat])
+    shown, ids, pos = [], [], 0
+    for lines in parsed:
+        shown.append(
+            [
+                p.text if p.title is None else (p.title if p.year is None else f"{p.title} ({p.year})")
+                for p in lines
+            ]
+        )
+        ids.append(
+            [
+                m.item_id if p.title is not None else None
+                for p, m in zip(lines, matches[pos : pos + len(lines)])
+            ]
+        )
+        pos += len(lines)
+    return shown, ids
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    with atomic_write(path) as tmp, tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, allow_nan=True) + "\n")
+
+
+def _write_parquet(path: Path, df: pl.DataFrame) -> None:
+    with atomic_write(path) as tmp:
+        df.write_parquet(tmp)
+
+
+def write_score_outputs(out_dir: str | Path, result: dict[str, Any], per_request: pl.DataFrame) -> None:
+    """``metrics.json``, ``per_request.parquet``, ``report.md`` and ``metrics.png`` for a scored file."""
+    out = Path(out_dir)
+    _write_json(out / "metrics.json", result)
+    _write_parquet(out / "per_request.parquet", per_request)
+    with atomic_write(out / "report.md") as tmp:
+        tmp.write_text(metrics_markdown(result))
+    plot_metrics(result, out / "metrics.png")
+
+
+def evaluate_model(
+    model_dir: str | Path,
+    data_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    split: str = "test",
+    generation: GenerationConfig = DEFAULT_GENERATION,
+    match: str = "fuzzy",
+    ks: Sequence[int] = DEFAULT_KS,
+    metrics: Sequence[str] = METRICS,
+    compact: bool = True,
+    config: BootstrapConfig = DEFAULT_CI,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Generate, score and write the outputs listed in the module docstring; returns ``metrics.json``.
+
+    ``limit`` keeps the first N requests of the split (a quick look; the count is in ``settings``).
+    """
+    ds = load_dataset(data_dir)
+    requests = ds.requests.filter(pl.col("split") == split)
+    if requests.height == 0:
+        splits = sorted(set(ds.requests["split"].to_list()))
+        raise InputError(
+            f"no request in split {split!r}", path=data_dir, field="split", hint=f"splits: {splits}"
+        )
+    if limit is not None:
+        requests = requests.head(limit)
+    gen_cfg = dataclasses.replace(generation, k=max(generation.k, max(ks)))
+    out = Path(out_dir)
+    gen = generate_lists(model_dir, requests["prompt"].to_list(), ds.meta, gen_cfg)
+    matcher = Matcher(ds.catalog, mode=match)  # type: ignore[arg-type]
+    ids_req = requests["request_id"].to_list()
+    settings = {
+        "match": match,
+        "split": split,
+        "data": str(data_dir),
+        "model": str(model_dir),
+        "limit": limit,
+    }
+
+    shown, grounded = parse_and_ground(gen.greedy, matcher)
+    scored = score_lists(requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact)
+    result = summarize(scored, config, settings={**settings, "lists": "greedy"})
+    pred_rows = [
+        {"request_id": r, "recommendations": s, "grounded": g, "completion": c}
+        for r, s, g, c in zip(ids_req, shown, grounded, gen.greedy)
+    ]
+    _write_jsonl(out / "predictions.jsonl", pred_rows)
+    _write_parquet(out / "per_request.parquet", scored.per_request)
+    plot_metrics(result, out / "metrics.png", title=f"{Path(model_dir).name}: greedy, {split}")
+    md = metrics_markdown(result, title=f"Greedy lists ({split}, {requests.height} requests)")
+
+    if gen.samples is not None:
+        n = gen_cfg.num_samples
+        flat = [c for per_req in gen.samples for c in per_req]
+        s_shown, s_grounded = parse_and_ground(flat, matcher)
+        s_scored = score_lists(
+            requests,
+            s_grounded,
+            list_request=np.repeat(np.arange(requests.height), n),
+            ks=ks,
+            metrics=metrics,
+            views=VIEWS,
+            compact=compact,
+        )
+        sampled = summarize(
+            s_scored,
+            config,
+            settings={**settings, "lists": f"{n} samples at temperature {gen_cfg.temperature}"},
+        )
+        result["sampled"] = sampled
+        rows = [
+            {
+                "request_id": ids_req[i // n],
+                "sample": i % n,
+                "recommendations": s,
+                "grounded": g,
+                "completion": c,
+            }
+            for i, (s, g, c) in enumerate(zip(s_shown, s_grounded, flat))
+        ]
+        _write_jsonl(out / "samples.jsonl", rows)
+        _write_parquet(out / "per_request_sampled.parquet", s_scored.per_request)
+        plot_metrics(
+            sampled, out / "metrics_sampled.png", title=f"{Path(model_dir).name}: {n} samples, {split}"
+        )
+        md += "\n" + metrics_markdown(
+            sampled, title=f"Sampled lists ({n} per request, T = {gen_cfg.temperature})"
+        )
+        md += (
+            f"\nDistinct grounded items per list: greedy {result['lists']['distinct_mean']:.2f}, "
+            f"sampled {sampled['lists']['distinct_mean']:.2f} (experiments.md, pitfall 1).\n"
+        )
+    result["generation"] = {"engine": gen.engine, **dataclasses.asdict(gen_cfg)}
+    _write_json(out / "metrics.json", result)
+    with atomic_write(out / "report.md") as tmp:
+        tmp.write_text(md)
+    return result

@@ -1,0 +1,354 @@
+"""``remark eval``: score, run, compare, steps, curves, and ProtoQA helpers (a thin layer over ``eval``).
+
+Sub-commands:
+
+- ``score``: a predictions JSONL against a prepared dataset -> metrics with bootstrap CIs;
+- ``run``: generate lists with a model (greedy, optional samples), score them, write outputs;
+- ``compare A B``: paired differences A - B with CIs on the same requests;
+- ``steps``: steps-to-reach from two training runs' eval logs;
+- ``curves``: validation curves with CI bands (PNG);
+- ``convert-protoqa``: ProtoQA prediction files -> our predictions JSONL;
+- ``protoqa-evaluator``: the official ProtoQA "Max Answers @ k" (exact match), for cross-checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import InputError
+
+DEFAULT_KS = [5, 10, 15, 20]
+METRIC_NAMES = ["recall", "ndcg", "precision", "hit"]
+
+
+def _ci_flags(p: argparse.ArgumentParser, *, method: str = "bca", resamples: int = 9999) -> None:
+    g = p.add_argument_group("confidence intervals (bootstrap over requests)")
+    g.add_argument(
+        "--ci-method", choices=["bca", "percentile", "basic"], default=method, help="default %(default)s"
+    )
+    g.add_argument(
+        "--resamples", type=int, default=resamples, help="bootstrap resamples (default %(default)s)"
+    )
+    g.add_argument("--confidence", type=float, default=0.95, help="confidence level (default %(default)s)")
+    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+
+
+def _score_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--split", default="test", help="split to score (default %(default)s)")
+    p.add_argument(
+        "--match",
+        choices=["exact", "normalized", "fuzzy"],
+        default="fuzzy",
+        help="grounding mode (default fuzzy)",
+    )
+    p.add_argument("--k", type=int, nargs="+", default=DEFAULT_KS, help="cut-offs (default 5 10 15 20)")
+    p.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=METRIC_NAMES, help="default: all")
+    p.add_argument(
+        "--compact",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="drop seen, ungrounded and repeated items before cutting at k, as Rank-GRPO's eval (default on)",
+    )
+    _ci_flags(p)
+
+
+def _config(args: argparse.Namespace):
+    from eval.bootstrap import BootstrapConfig
+
+    try:
+        return BootstrapConfig(
+            method=args.ci_method,
+            n_resamples=args.resamples,
+            confidence_level=args.confidence,
+            seed=args.seed,
+        )
+    except ValueError as err:
+        raise InputError(str(err), field="--ci-method/--resamples/--confidence") from err
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "eval",
+        help="score lists, evaluate a model, compare runs, steps-to-reach, curves",
+        description="Evaluation with bootstrap CIs over requests: per responder (Rank-GRPO's view), on the "
+        "union and on single-mention items.",
+    )
+    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
+
+    s = sub.add_parser("score", help="score a predictions JSONL against a prepared dataset")
+    s.add_argument("--data", type=Path, required=True, help="prepared dataset directory (remark prep)")
+    s.add_argument(
+        "--predictions", type=Path, required=True, help='JSON lines {"request_id", "recommendations"}'
+    )
+    _score_flags(s)
+    s.add_argument("--on-unknown", choices=["error", "warn"], default="error", help="unknown request ids")
+    s.add_argument(
+        "--on-missing", choices=["error", "empty"], default="error", help="requests without predictions"
+    )
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument(
+        "--out", type=Path, default=None, help="also write metrics.json and per_request.parquet here"
+    )
+    s.set_defaults(func=run_score)
+
+    r = sub.add_parser("run", help="generate lists with a model, score them, write predictions/metrics/plots")
+    r.add_argument("--model", type=Path, required=True, help="model directory (save_pretrained)")
+    r.add_argument("--data", type=Path, required=True, help="prepared dataset directory")
+    r.add_argument("--out", type=Path, required=True, help="output directory")
+    r.add_argument("--num-samples", type=int, default=0, help="sampled lists per request besides greedy")
+    r.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
+    r.add_argument("--top-p", type=float, default=1.0, help="nucleus mass for samples (default 1.0)")
+    r.add_argument("--gen-seed", type=int, default=0, help="sampling seed (default 0)")
+    r.add_argument("--engine", choices=["auto", "transformers", "vllm"], default="auto", help="default auto")
+    r.add_argument("--batch-size", type=int, default=16, help="prompts per generate call (default 16)")
+    r.add_argument("--max-new-tokens", type=int, default=320, help="completion cap (default 320)")
+    r.add_argument("--device", default=None, help="torch device (default cuda if available, else cpu)")
+    r.add_argument("--limit", type=int, default=None, help="first N requests of the split only")
+    _score_flags(r)
+    r.add_argument("--json", action="store_true", help="print metrics.json")
+    r.set_defaults(func=run_run)
+
+    c = sub.add_parser("compare", help="paired differences A - B with CIs on the same requests")
+    c.add_argument(
+        "a", type=Path, help="eval run dir, per_request.parquet, or predictions JSONL (needs --data)"
+    )
+    c.add_argument("b", type=Path, help="the same for the baseline")
+    c.add_argument("--data", type=Path, default=None, help="dataset, when A or B is a predictions file")
+    _score_flags(c)
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=run_compare)
+
+    st = sub.add_parser("steps", help="steps for RUN to reach BASELINE's value at a step, with a CI")
+    st.add_argument(
+        "--run", type=Path, required=True, help="training run dir (eval_log.jsonl, eval/step_*.parquet)"
+    )
+    st.add_argument("--baseline", type=Path, required=True, help="baseline run dir")
+    st.add_argument(
+        "--metric", default="eval/recall@20/per_responder", help="metric key (default %(default)s)"
+    )
+    st.add_argument("--step", type=int, default=None, help="baseline step S (default: its last validation)")
+    st.add_argument("--plot", type=Path, default=None, help="also write both curves with CI bands here (PNG)")
+    _ci_flags(st, method="percentile", resamples=9999)
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=run_steps)
+
+    cu = sub.add_parser("curves", help="validation curves with CI bands (PNG)")
+    cu.add_argument("runs", type=Path, nargs="+", help="training run dirs")
+    cu.add_argument(
+        "--metric", default="eval/recall@20/per_responder", help="metric key (default %(default)s)"
+    )
+    cu.add_argument("--x", default="step", help="x axis: step, samples, gpu_hours, wall_s (default step)")
+    cu.add_argument("--out", type=Path, required=True, help="PNG path")
+    _ci_flags(cu, method="percentile", resamples=2000)
+    cu.set_defaults(func=run_curves)
+
+    cp = sub.add_parser("convert-protoqa", help="ProtoQA prediction file -> predictions JSONL")
+    cp.add_argument(
+        "input", type=Path, help="ProtoQA predictions (.jsonl of {qid: [...]} or one JSON object)"
+    )
+    cp.add_argument("--out", type=Path, required=True, help="output predictions JSONL")
+    cp.set_defaults(func=run_convert)
+
+    pe = sub.add_parser(
+        "protoqa-evaluator", help="official ProtoQA Max Answers@k (exact match), for cross-checks"
+    )
+    pe.add_argument(
+        "--targets", type=Path, required=True, help="ProtoQA answer file (e.g. dev.crowdsourced.jsonl)"
+    )
+    pe.add_argument("--predictions", type=Path, required=True, help="ProtoQA prediction file")
+    pe.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10])
+    pe.add_argument("--json", action="store_true")
+    pe.set_defaults(func=run_protoqa_evaluator)
+
+
+def _emit(result: dict, args: argparse.Namespace, markdown: str) -> None:
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(markdown, end="")
+    if result.get("warnings"):
+        print("warnings: " + ", ".join(f"{k} = {v}" for k, v in result["warnings"].items()), file=sys.stderr)
+
+
+def _score_file(args: argparse.Namespace, predictions: Path, data: Path):
+    from data_prep.dataset import load_dataset
+    from eval.score import read_predictions, score_predictions
+
+    return score_predictions(
+        load_dataset(data),
+        read_predictions(predictions),
+        split=args.split,
+        match=args.match,
+        ks=args.k,
+        metrics=args.metrics,
+        compact=args.compact,
+        config=_config(args),
+        on_unknown=getattr(args, "on_unknown", "error"),
+        on_missing=getattr(args, "on_missing", "error"),
+    )
+
+
+def run_score(args: argparse.Namespace) -> int:
+    from eval.report import metrics_markdown
+    from eval.run import write_score_outputs
+
+    result, scored = _score_file(args, args.predictions, args.data)
+    if args.out is not None:
+        write_score_outputs(args.out, result, scored.per_request)
+    _emit(result, args, metrics_markdown(result, title=f"{args.predictions.name} ({args.split})"))
+    return 0
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from eval.generate import GenerationConfig
+    from eval.report import metrics_markdown
+    from eval.run import evaluate_model
+
+    gen = GenerationConfig(
+        k=max(args.k),
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size,
+        num_samples=args.num_samples,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.gen_seed,
+        engine=args.engine,
+        device=args.device,
+    )
+    result = evaluate_model(
+        args.model,
+        args.data,
+        args.out,
+        split=args.split,
+        generation=gen,
+        match=args.match,
+        ks=args.k,
+        metrics=args.metrics,
+        compact=args.compact,
+        config=_config(args),
+        limit=args.limit,
+    )
+    md = metrics_markdown(result, title=f"{args.model.name}: greedy ({args.split})")
+    _emit(
+        result,
+        args,
+        md + f"\nwrote {args.out}/ (predictions.jsonl, metrics.json, per_request.parquet, report.md)\n",
+    )
+    return 0
+
+
+def _per_request(path: Path, args: argparse.Namespace):
+    """(per-request table, settings) from an eval dir, a parquet file or a predictions file."""
+    import polars as pl
+
+    if path.is_dir():
+        table = path / "per_request.parquet"
+        if not table.is_file():
+            raise InputError(
+                "no per_request.parquet here", path=path, hint="pass an `remark eval run` output dir"
+            )
+        meta = path / "metrics.json"
+        settings = json.loads(meta.read_text()).get("settings", {}) if meta.is_file() else {}
+        return pl.read_parquet(table), settings
+    if path.suffix == ".parquet":
+        return pl.read_parquet(path), {}
+    if args.data is None:
+        raise InputError("a predictions file needs --data", path=path, field="--data")
+    _, scored = _score_file(args, path, args.data)
+    return scored.per_request, {**scored.settings, "match": args.match}
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from eval.bootstrap import compare
+    from eval.report import compare_markdown
+    from eval.views import split_key
+
+    (a, sa), (b, sb) = _per_request(args.a, args), _per_request(args.b, args)
+    for key in ("compact", "match"):
+        if key in sa and key in sb and sa[key] != sb[key]:
+            raise InputError(
+                f"A and B were scored with different {key} ({sa[key]} vs {sb[key]})",
+                field=key,
+                hint="score both the same way before comparing",
+            )
+    keys = [c for c in a.columns if c.startswith("eval/") and c in b.columns]
+    keys = [
+        k
+        for k in keys
+        if split_key(k)[0].split("@")[0] in args.metrics and int(k.split("@")[1].split("/")[0]) in args.k
+    ]
+    if not keys:
+        raise InputError("A and B share no metric column", hint="score both with the same --k and --metrics")
+    try:
+        diff = compare(a, b, keys, _config(args))
+    except ValueError as err:
+        raise InputError(str(err), hint="both must be scored on the same split of the same dataset") from err
+    out: dict[str, Any] = {"n_requests": a.height, "a": str(args.a), "b": str(args.b), "difference": "A - B"}
+    for key, cell in diff.items():
+        name, view = split_key(key)
+        out.setdefault(view, {})[name] = cell
+    out["ci"] = _config(args).as_dict()
+    _emit(out, args, compare_markdown(out, name_a=args.a.name, name_b=args.b.name))
+    return 0
+
+
+def run_steps(args: argparse.Namespace) -> int:
+    from eval.report import plot_curves
+    from eval.steps import steps_to_reach, validation_curve
+
+    cfg = _config(args)
+    res = steps_to_reach(args.run, args.baseline, key=args.metric, baseline_step=args.step, config=cfg)
+    if args.plot is not None:
+        curves = [validation_curve(d, args.metric, config=cfg) for d in (args.run, args.baseline)]
+        plot_curves(curves, args.plot, reach=res)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        reached = (
+            f"step {res['step']:.0f} = {res['fraction']:.1%} of {res['baseline_step']} "
+            f"[{res['ci_low']:.1%}, {res['ci_high']:.1%}]"
+            if res["reached"]
+            else "not reached"
+        )
+        print(
+            f"{args.metric}: baseline {res['baseline_value']:.4f} at step {res['baseline_step']}; run reaches it at {reached}"
+        )
+    return 0
+
+
+def run_curves(args: argparse.Namespace) -> int:
+    from eval.report import plot_curves
+    from eval.steps import validation_curve
+
+    curves = [validation_curve(d, args.metric, x=args.x, config=_config(args)) for d in args.runs]
+    print(f"wrote {plot_curves(curves, args.out)}")
+    return 0
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    from eval.protoqa import convert_protoqa_predictions
+
+    n = convert_protoqa_predictions(args.input, args.out)
+    print(f"wrote {args.out} ({n} questions)")
+    return 0
+
+
+def run_protoqa_evaluator(args: argparse.Namespace) -> int:
+    from eval.protoqa import evaluator_scores, read_protoqa_clusters, read_protoqa_predictions
+
+    questions = read_protoqa_clusters(args.targets)
+    preds = read_protoqa_predictions(args.predictions)
+    scores = evaluator_scores(preds, questions, args.k)
+    mean = {
+        f"max_answers@{k}": sum(s[f"max_answers@{k}"] for s in scores.values()) / len(scores) for k in args.k
+    }
+    result = {"n_questions": len(scores), "mean": mean, "per_question": scores}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{len(scores)} questions: " + ", ".join(f"{k} = {v:.4f}" for k, v in mean.items()))
+    return 0

@@ -1,0 +1,65 @@
+"""A tiny prepared dataset (built with data_prep's own pooling and writer) for the eval tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from catalog.match import Matcher
+from catalog.table import Catalog
+from data_prep.dataset import write_dataset
+from data_prep.pool import pool_threads
+from data_prep.schema import validate_threads
+
+TITLES = [
+    ("The Matrix", 1999),
+    ("Arrival", 2016),
+    ("Interstellar", 2014),
+    ("Blade Runner", 1982),
+    ("Inception", 2010),
+    ("Annihilation", 2018),
+    ("Contact", 1997),
+    ("Moon", 2009),
+]
+#: request -> (seen titles, responders' titles); all in split "test" except r5 (train)
+THREADS = {
+    "r1": (["Contact"], [["Arrival", "Interstellar"], ["Arrival", "Moon"]]),
+    "r2": ([], [["The Matrix"], ["Blade Runner", "Inception"], ["Inception"]]),
+    "r3": ([], [["Annihilation"]]),
+    "r4": (["Moon"], [["Arrival", "Contact"], ["Interstellar"]]),
+    "r5": ([], [["Moon"]]),
+}
+
+
+def write_tiny_dataset(out: Path) -> Path:
+    catalog = Catalog.from_frame(
+        pl.DataFrame({"title": [t for t, _ in TITLES], "year": [y for _, y in TITLES]})
+    )
+    years = dict(TITLES)
+    rows = []
+    for rid, (seen, responders) in THREADS.items():
+        for j, titles in enumerate(responders):
+            for t in titles:
+                rows.append(
+                    {
+                        "request_id": rid,
+                        "prompt": [{"role": "user", "content": f"Sci-fi like {responders[0][0]}?"}],
+                        "responder_id": f"{rid}-u{j}",
+                        "title": t,
+                        "year": years[t],
+                        "seen": [f"{s} ({years[s]})" for s in seen],
+                        "split": "train" if rid == "r5" else "test",
+                    }
+                )
+    threads = validate_threads(pl.DataFrame(rows))
+    pooled = pool_threads(threads, Matcher(catalog))
+    meta = {"source": "test", "domain": "movie", "has_years": True, "instruction_included": False}
+    write_dataset(out, pooled, catalog, meta)
+    return out
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path) -> Path:
+    return write_tiny_dataset(tmp_path / "data")

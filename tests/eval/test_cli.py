@@ -1,0 +1,197 @@
+"""``remark eval ...`` end to end: score (hand-computed), run on the tiny model, compare, steps, curves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from catalog.errors import InputError
+from catalog.match import Matcher
+from data_prep.dataset import load_dataset
+from eval.generate import GenerationConfig, resolve_engine, vllm_available
+from eval.run import parse_and_ground
+from eval.score import ground_lists
+from remark.cli.main import main
+from tests.eval.test_steps import KEY, write_run
+
+CI = ["--ci-method", "percentile", "--resamples", "200"]
+PREDS = [
+    {"request_id": "r1", "recommendations": ["Contact (1997)", "Arrival (2016)", "Moon (2009)"]},
+    {"request_id": "r2", "recommendations": ["Inception (2010)"]},
+    {"request_id": "r3", "recommendations": []},
+    {"request_id": "r4", "recommendations": ["1. Interstellar (2014)", "- Arrival (2016)"]},
+]
+
+
+def write_preds(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def run_json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_score_json_hand_computed(tiny_dataset, tmp_path, capsys):
+    preds = write_preds(tmp_path / "p.jsonl", PREDS)
+    argv = ["eval", "score", "--data", str(tiny_dataset), "--predictions", str(preds), "--k", "1", "2", *CI]
+    out = run_json(capsys, [*argv, "--metrics", "recall", "--json", "--out", str(tmp_path / "scored")])
+    assert out["n_requests"] == 4  # r5 is in train
+    # per request (rows): r1 [0.5, 0.5], r2 [0, 0.5, 1], r3 [0], r4 [0, 1] at k=1
+    assert out["per_responder"]["recall@1"]["mean"] == pytest.approx(3.5 / 8)
+    assert out["per_responder"]["recall@2"]["mean"] == pytest.approx(4.5 / 8)
+    assert out["union"]["recall@1"]["mean"] == pytest.approx(0.25)
+    assert out["union"]["recall@2"]["mean"] == pytest.approx((2 / 3 + 1 / 3 + 0 + 2 / 3) / 4)
+    assert set(out["union"]["recall@1"]) == {"mean", "ci_low", "ci_high"}
+    assert out["warnings"] == {"empty_lists": 1} and out["settings"]["compact"] is True
+    assert {p.name for p in (tmp_path / "scored").iterdir()} == {
+        "metrics.json",
+        "per_request.parquet",
+        "report.md",
+        "metrics.png",
+    }
+    # without compaction Contact (seen) keeps rank 1 in r1: r1's rows score 0 at k=1
+    out = run_json(capsys, [*argv, "--metrics", "recall", "--json", "--no-compact"])
+    assert out["per_responder"]["recall@1"]["mean"] == pytest.approx(2.5 / 8)
+
+
+def test_bad_input_exits_2_with_line_and_field(tiny_dataset, tmp_path, capsys):
+    preds = write_preds(tmp_path / "p.jsonl", [*PREDS, {"request_id": "nope", "recommendations": ["Moon"]}])
+    assert main(["eval", "score", "--data", str(tiny_dataset), "--predictions", str(preds), *CI]) == 2
+    err = capsys.readouterr().err
+    assert "row 5, field 'request_id'" in err and "--on-unknown warn" in err
+    assert (
+        main(["eval", "score", "--data", str(tiny_dataset), "--predictions", str(tmp_path / "x.jsonl")]) == 2
+    )
+
+
+def test_generated_lines_round_trip_through_the_predictions_file(tiny_dataset):
+    ds = load_dataset(tiny_dataset)
+    matcher = Matcher(ds.catalog)
+    completions = [
+        'Sure! Here you go:\n1. **Arrival** (2016)\n2. ???\n3. "Moon" (2009) - a classic\n4. Arival (2016)'
+    ]
+    shown, ids = parse_and_ground(completions, matcher)
+    assert shown == [["Arrival (2016)", "2. ???", "Moon (2009)", "Arival (2016)"]]  # unparsed: the raw line
+    assert ids == [["Arrival (2016)", None, "Moon (2009)", "Arrival (2016)"]]
+    assert ground_lists(shown, matcher) == ids  # `remark eval score` on predictions.jsonl sees the same ids
+
+
+def test_run_on_the_tiny_model_writes_every_output(tiny_model_dir, tiny_dataset, tmp_path, capsys):
+    out = tmp_path / "eval"
+    argv = ["eval", "run", "--model", str(tiny_model_dir), "--data", str(tiny_dataset), "--out", str(out)]
+    argv += [
+        "--max-new-tokens",
+        "12",
+        "--num-samples",
+        "2",
+        "--batch-size",
+        "3",
+        "--k",
+        "1",
+        "5",
+        "--engine",
+        "transformers",
+    ]
+    result = run_json(capsys, [*argv, *CI, "--json"])
+    files = {p.name for p in out.iterdir()}
+    assert files >= {"predictions.jsonl", "samples.jsonl", "metrics.json", "per_request.parquet"}
+    assert files >= {"per_request_sampled.parquet", "report.md", "metrics.png", "metrics_sampled.png"}
+    rows = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [r["request_id"] for r in rows] == ["r1", "r2", "r3", "r4"]
+    assert all(len(r["recommendations"]) == len(r["grounded"]) for r in rows)
+    assert len((out / "samples.jsonl").read_text().splitlines()) == 8
+    assert result["n_requests"] == 4 and result["sampled"]["n_requests"] == 4
+    assert result["sampled"]["counts"]["n_lists"] == 8 and result["generation"]["engine"] == "transformers"
+    assert json.loads((out / "metrics.json").read_text())["union"] == result["union"]
+    # scoring the written predictions reproduces the greedy numbers
+    rescored = run_json(
+        capsys,
+        [
+            "eval",
+            "score",
+            "--data",
+            str(tiny_dataset),
+            "--predictions",
+            str(out / "predictions.jsonl"),
+            "--k",
+            "1",
+            "5",
+            *CI,
+            "--json",
+            "--on-missing",
+            "error",
+        ],
+    )
+    assert rescored["per_responder"] == result["per_responder"] and rescored["union"] == result["union"]
+    # greedy generation is deterministic: a second run writes the same lists
+    assert main([*argv, *CI]) == 0
+    assert [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()] == rows
+
+
+@pytest.mark.skipif(vllm_available(), reason="vLLM is installed here")
+def test_asking_for_vllm_without_it_is_a_clear_error():
+    with pytest.raises(InputError, match=r"vLLM is not installed.*remark\[vllm\]"):
+        resolve_engine("vllm")
+    assert resolve_engine("auto") == "transformers"
+    with pytest.raises(InputError, match="temperature"):
+        GenerationConfig(num_samples=2, temperature=0.0)
+
+
+def test_compare_steps_curves(tiny_dataset, tmp_path, capsys):
+    a = write_preds(tmp_path / "a.jsonl", PREDS)
+    b = write_preds(
+        tmp_path / "b.jsonl", [*PREDS[:3], {"request_id": "r4", "recommendations": ["Moon (2009)"]}]
+    )
+    out = run_json(
+        capsys,
+        [
+            "eval",
+            "compare",
+            str(a),
+            str(b),
+            "--data",
+            str(tiny_dataset),
+            "--k",
+            "1",
+            "--metrics",
+            "recall",
+            *CI,
+            "--json",
+        ],
+    )
+    # only r4 differs: union recall@1 1/3 vs 0 (Moon is seen), per responder 0.5 * 2 rows vs 0
+    assert out["union"]["recall@1"]["mean"] == pytest.approx((1 / 3) / 4)
+    assert out["per_responder"]["recall@1"]["mean"] == pytest.approx(1.0 / 8)
+    base = write_run(
+        tmp_path / "base", {0: [0.0, 0.1, 0.1, 0.2], 100: [0.1, 0.2, 0.2, 0.3], 200: [0.2, 0.3, 0.3, 0.4]}
+    )
+    run = write_run(
+        tmp_path / "run", {0: [0.0, 0.1, 0.1, 0.2], 50: [0.1, 0.2, 0.3, 0.2], 100: [0.3, 0.4, 0.5, 0.4]}
+    )
+    png = tmp_path / "steps.png"
+    res = run_json(
+        capsys,
+        [
+            "eval",
+            "steps",
+            "--run",
+            str(run),
+            "--baseline",
+            str(base),
+            "--metric",
+            KEY,
+            *CI,
+            "--json",
+            "--plot",
+            str(png),
+        ],
+    )
+    assert res["fraction"] == pytest.approx(0.375) and png.stat().st_size > 0
+    assert (
+        main(["eval", "curves", str(run), str(base), "--metric", KEY, "--out", str(tmp_path / "c.png"), *CI])
+        == 0
+    )
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
