@@ -48,6 +48,7 @@ from rapidfuzz import fuzz, process
 from catalog.errors import InputError
 from catalog.index import CatalogIndex, bare_key, number_signature, plural_key, raw_key, subtitle_heads
 from catalog.normalize import normalize_title
+from catalog.parse import ParsedLine
 from catalog.table import Catalog
 
 __all__ = ["DEFAULT_SCORER", "DEFAULT_THRESHOLD", "SCORERS", "Match", "Matcher"]
@@ -178,6 +179,21 @@ class Matcher:
             pl.Series("rule", [m.rule for m in matches], dtype=pl.String),
             pl.Series("score", [m.score for m in matches], dtype=pl.Float64),
         )
+
+    def ground_lines(self, rows: Sequence[Sequence[ParsedLine]]) -> list[list[str | None]]:
+        """Catalog id of every parsed line of every row (None when the line has no title or no match).
+
+        One batched :meth:`ground_many` over all rows: the path the trainer's rewards and the evaluation
+        share, so that a list is grounded the same way in both.
+        """
+        flat = [line for row in rows for line in row]
+        matches = self.ground_many([ln.title for ln in flat], [ln.year for ln in flat])
+        ids = [m.item_id if ln.title is not None else None for ln, m in zip(flat, matches, strict=True)]
+        out, pos = [], 0
+        for row in rows:
+            out.append(ids[pos : pos + len(row)])
+            pos += len(row)
+        return out
 
     def clear_cache(self) -> None:
         self._cache.clear()

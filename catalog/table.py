@@ -56,6 +56,7 @@ class Catalog:
     """A validated catalog frame. Build one with :meth:`from_frame` or :func:`load_catalog`."""
 
     def __init__(self, df: pl.DataFrame, *, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = None if path is None else str(path)
         for name, dtype in CATALOG_SCHEMA.items():
             if name not in df.columns:
                 raise InputError(f"catalog frame lacks column {name!r}", path=path, field=name)
@@ -71,7 +72,6 @@ class Catalog:
         if bad.any():
             raise InputError("empty title", path=path, row=int(bad.arg_true()[0]) + 1, field="title")
         self.df = df
-        self.path = None if path is None else str(path)
         self._display: dict[str, str] | None = None
 
     @classmethod
