@@ -44,26 +44,20 @@ from eval.views import VIEWS, score_lists
 def parse_and_ground(
     completions: Sequence[str], matcher: Matcher
 ) -> tuple[list[list[str]], list[list[str | None]]]:
-    """Completions -> (display strings per line, catalog id or None per line), one batched grounding."""
+    """Completions -> (display strings per line, catalog id or None per line).
+
+    Lines from ``catalog.parse.parse_list``, ids from ``Matcher.ground_lines`` (the batched path the
+    trainer's rewards use too). Display: "Title (Year)" for parsed lines, the raw text for unparsed ones.
+    """
     parsed = [parse_list(c) for c in completions]
-    flat = [p for lines in parsed for p in lines]
-    matches = matcher.ground_many([p.title for p in flat], [p.year for p in flat])
-    shown, ids, pos = [], [], 0
-    for lines in parsed:
-        shown.append(
-            [
-                p.text if p.title is None else (p.title if p.year is None else f"{p.title} ({p.year})")
-                for p in lines
-            ]
-        )
-        ids.append(
-            [
-                m.item_id if p.title is not None else None
-                for p, m in zip(lines, matches[pos : pos + len(lines)])
-            ]
-        )
-        pos += len(lines)
-    return shown, ids
+    shown = [
+        [
+            p.text if p.title is None else (p.title if p.year is None else f"{p.title} ({p.year})")
+            for p in lines
+        ]
+        for lines in parsed
+    ]
+    return shown, matcher.ground_lines(parsed)
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
