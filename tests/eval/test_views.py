@@ -148,3 +148,20 @@ def test_matches_slow_reference_on_random_requests(seed):
     per_resp, union = _slow_reference(req, lists, 5)
     assert got["eval/recall@5/per_responder"] == pytest.approx(per_resp)
     assert got["eval/recall@5/union"] == pytest.approx(union)
+
+
+def test_request_with_nothing_grounded_is_excluded_and_counted():
+    req = pooled(
+        [
+            {"request_id": "a", "seen": [], "responders": [["x"]], "union": ["x"], "counts": [1]},
+            # data_prep leaves union null when no mention grounded; responders then hold no items
+            {"request_id": "z", "seen": [], "responders": [[]], "union": None, "counts": None},
+        ]
+    )
+    got = score_lists(req, [["x"], ["x"]], ks=[1], metrics=["recall"])
+    assert got.per_request["eval/recall@1/union"].to_list() == [1.0, None]
+    assert got.per_request["n_rows"].to_list() == [1, 0]
+    assert (
+        got.counts["union/n_excluded_requests"] == 1 and got.counts["per_responder/n_excluded_requests"] == 1
+    )
+    assert got.means()["eval/recall@1/per_responder"] == 1.0
