@@ -15,7 +15,7 @@ Registry kinds: ``reward`` (responder, union, marginal, responder_rb), ``modifie
 """
 
 from remark.algos import advantages as _advantages  # noqa: F401  (registers baselines and scales)
-from remark.algos.advantages import rank_advantages, scale_advantages
+from remark.algos.advantages import per_responder_advantages, rank_advantages, scale_advantages
 from remark.algos.encode import EncodedRows, draw_responders, encode_rows
 from remark.algos.registry import get, kinds, names, register
 from remark.algos.rewards import eligibility, log_decay, rank_rewards
@@ -42,6 +42,7 @@ __all__ = [
     "kinds",
     "log_decay",
     "names",
+    "per_responder_advantages",
     "rank_advantages",
     "rank_rewards",
     "register",

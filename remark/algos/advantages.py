@@ -24,7 +24,7 @@ import torch
 
 from remark.algos.registry import get, register
 
-__all__ = ["rank_advantages", "scale_advantages"]
+__all__ = ["per_responder_advantages", "rank_advantages", "scale_advantages"]
 
 
 def _as_float(rewards: torch.Tensor) -> torch.Tensor:
@@ -146,24 +146,53 @@ def rank_advantages(
             raise ValueError("mask_RN is only for per-responder rewards (R, N, K) of responder_rb")
         k = rewards.shape[1]
         return scale_advantages(rewards.reshape(b, group_size, k), mode, eps, baseline=baseline).reshape(r, k)
-    _, n, k = rewards.shape
+    adv_RNK = per_responder_advantages(
+        rewards, group_size=group_size, mode=mode, eps=eps, baseline=baseline, mask_RN=mask_RN
+    )
+    w_RN = mask_RN.to(adv_RNK.dtype)
+    return (adv_RNK * w_RN[:, :, None]).sum(1) / w_RN.sum(1).clamp(min=1)[:, None]
+
+
+def per_responder_advantages(
+    rewards_RNK: torch.Tensor,
+    *,
+    group_size: int,
+    mode: str = "group",
+    eps: float = 1e-4,
+    baseline: str = "mean",
+    mask_RN: torch.Tensor,
+) -> torch.Tensor:
+    """adv_RNK: Rank-GRPO's advantages had responder n been the drawn one, for every responder n.
+
+    Responder n's rewards (R, K) are scaled over the G lists of each group (``scale_advantages``);
+    padded responders (``mask_RN`` False) get 0. ``batch`` pools every valid (b, n, g) for the std of
+    rank k. Used by ``responder_rb`` (mean over n) and by ``remark diagnose`` (variance over n).
+    """
+    if not isinstance(rewards_RNK, torch.Tensor) or rewards_RNK.ndim != 3:
+        raise ValueError(
+            f"rewards_RNK must be an (R, N, K) tensor, got {getattr(rewards_RNK, 'shape', rewards_RNK)}"
+        )
+    r, n, k = rewards_RNK.shape
+    if group_size < 2:
+        raise ValueError(f"group-relative advantages need group_size >= 2, got {group_size}")
+    if r % group_size:
+        raise ValueError(f"{r} completion rows do not split into groups of {group_size} consecutive rows")
     if mask_RN is None or tuple(mask_RN.shape) != (r, n):
         raise ValueError(
-            f"per-responder rewards (R, N, K) = {tuple(rewards.shape)} need mask_RN of shape ({r}, {n}) "
+            f"per-responder rewards (R, N, K) = {tuple(rewards_RNK.shape)} need mask_RN of shape ({r}, {n}) "
             "(EncodedRows.responder_mask_RN)"
         )
+    b = r // group_size
     mask_BGN = mask_RN.to(torch.bool).view(b, group_size, n)
     if not torch.equal(mask_BGN, mask_BGN[:, :1].expand_as(mask_BGN)):
         raise ValueError("mask_RN differs within a group: the G rows of a group must be one request")
     mask_BN = mask_BGN[:, 0]
-    rewards_BNGK = rewards.reshape(b, group_size, n, k).permute(0, 2, 1, 3)
-    adv = scale_advantages(
+    rewards_BNGK = rewards_RNK.reshape(b, group_size, n, k).permute(0, 2, 1, 3)
+    adv_BNGK = scale_advantages(
         rewards_BNGK.reshape(b * n, group_size, k),
         mode,
         eps,
         baseline=baseline,
         mask_B=mask_BN.reshape(b * n),
     ).view(b, n, group_size, k)
-    w_BN = mask_BN.to(adv.dtype)
-    mean_BGK = (adv * w_BN[:, :, None, None]).sum(1) / w_BN.sum(1).clamp(min=1)[:, None, None]
-    return mean_BGK.reshape(r, k)
+    return adv_BNGK.permute(0, 2, 1, 3).reshape(r, n, k)

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "eval": "remark.cli.eval",
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",
+    "diagnose": "remark.cli.diagnose",
 }
 
 

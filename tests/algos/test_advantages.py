@@ -145,3 +145,30 @@ def test_bad_shapes_raise_clear_errors(call, message):
 def test_integer_rewards_are_accepted():
     out = scale_advantages(T([[[1], [0]]]), "none")
     assert out.dtype == torch.float32 and out.flatten().tolist() == [0.5, -0.5]
+
+
+def test_per_responder_advantages_are_the_responder_schemes_for_each_draw():
+    from remark.algos import encode_rows, per_responder_advantages
+    from tests.algos.cases import COUNTS, RESPONDERS, SEEN, SLOTS, UNION
+
+    enc = encoded()
+    per = per_responder_advantages(
+        rank_rewards(enc, "responder_rb"), group_size=2, mode="group", mask_RN=enc.responder_mask_RN
+    )
+    a = 0.5 / (S2 + EPS)
+    # request A: R1 no signal, R2 (b, c) [+a, 0, -a, 0] / [-a, 0, +a, 0], R3 none; request B: padded -> 0
+    torch.testing.assert_close(per[0], T([[0.0, 0, 0, 0], [a, 0, -a, 0], [0, 0, 0, 0]]))
+    torch.testing.assert_close(per[1], T([[0.0, 0, 0, 0], [-a, 0, a, 0], [0, 0, 0, 0]]))
+    assert torch.equal(per[2:], torch.zeros(2, 3, 4))
+    for n in range(3):
+        drawn = encode_rows(
+            SLOTS[:2],
+            k=4,
+            union=UNION[:2],
+            counts=COUNTS[:2],
+            responders=RESPONDERS[:2],
+            seen=SEEN[:2],
+            responder_index=[n, n],
+        )
+        want = rank_advantages(rank_rewards(drawn, "responder"), group_size=2, mode="group")
+        torch.testing.assert_close(per[:2, n], want)

@@ -1,0 +1,209 @@
+"""``remark diagnose``: responder-noise diagnostic of a pooled dataset (see :mod:`remark.diagnose`).
+
+Lists come from ``--lists FILE`` (JSON lines, one object per request: ``{"request_id": str, "lists":
+[[item_id or null, ...], ...]}`` with G lists of grounded catalog ids, or ``"completions": [str, ...]``
+with G raw completions, parsed with ``catalog.parse.parse_list`` and grounded against the dataset's
+catalog) or from ``--policy popularity``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import InputError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "diagnose",
+        help="responder-noise diagnostic: draw share of advantage variance, zero-signal groups, mean |A|",
+        description="For G lists per request (from --lists or a built-in policy), report per reward scheme "
+        "(a) the share of the advantage variance explained by the responder draw, (b) the fraction of "
+        "groups whose G lists all get the same reward vector, (c) mean |A|, and (d) the share of union "
+        "items named by one responder.",
+    )
+    p.add_argument("dataset", type=Path, metavar="DIR", help="prepared dataset directory (remark prep)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--lists", type=Path, metavar="FILE", help="JSON lines of lists or completions per request"
+    )
+    src.add_argument(
+        "--policy",
+        choices=["popularity"],
+        help="sample K distinct items per list from the training split's union counts",
+    )
+    p.add_argument("--group-size", type=int, default=8, help="G, lists per request (default 8)")
+    p.add_argument("--k", type=int, default=20, help="K, scored ranks (default 20)")
+    p.add_argument(
+        "--scale",
+        choices=["group", "batch", "none"],
+        default="group",
+        help="advantage scaling (default group)",
+    )
+    p.add_argument("--split", default=None, help="diagnose only this split's requests (default: all)")
+    p.add_argument(
+        "--prior-split",
+        default="train",
+        help="split whose union counts make the popularity prior (default train)",
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=48, help="requests per batch (batch scaling; default 48)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the popularity policy (default 0)")
+    p.add_argument(
+        "--match",
+        choices=["exact", "normalized", "fuzzy"],
+        default="fuzzy",
+        help="grounding of --lists completions",
+    )
+    p.add_argument(
+        "--pass-rate-scheme",
+        choices=["union", "marginal"],
+        default="union",
+        help="reward behind the pass rates",
+    )
+    p.add_argument(
+        "--pass-rates-out", type=Path, default=None, help="write per-request pass rates (.parquet or .jsonl)"
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+
+
+def _read_lists(path: Path, known: set[str], group_size: int, catalog: Any, match: str) -> dict[str, list]:
+    """Per request id, G lists of grounded ids (completions are parsed and grounded here)."""
+    if not path.is_file():
+        raise InputError("file not found", path=path, hint="pass a JSON lines file of lists per request")
+    out: dict[str, list] = {}
+    texts: dict[str, list[str]] = {}
+    with path.open(encoding="utf-8") as fh:
+        for row, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"not valid JSON ({err.msg})", path=path, row=row) from err
+            if not isinstance(obj, dict) or not isinstance(obj.get("request_id"), str):
+                raise InputError(
+                    "expected an object with a string request_id", path=path, row=row, field="request_id"
+                )
+            rid = obj["request_id"]
+            if rid not in known:
+                raise InputError(f"unknown request_id {rid!r}", path=path, row=row, field="request_id")
+            if rid in out or rid in texts:
+                raise InputError(f"request_id {rid!r} appears twice", path=path, row=row, field="request_id")
+            key = "lists" if "lists" in obj else "completions" if "completions" in obj else None
+            if key is None:
+                raise InputError("needs a 'lists' or a 'completions' field", path=path, row=row)
+            value = obj[key]
+            if not isinstance(value, list) or len(value) != group_size:
+                got = len(value) if isinstance(value, list) else type(value).__name__
+                raise InputError(
+                    f"{key} must hold G = {group_size} entries, got {got}",
+                    path=path,
+                    row=row,
+                    field=key,
+                    hint="set --group-size to the number of lists per request",
+                )
+            if key == "lists":
+                for lst in value:
+                    if not isinstance(lst, list) or not all(x is None or isinstance(x, str) for x in lst):
+                        raise InputError(
+                            "each list must be a list of item ids (strings) or nulls",
+                            path=path,
+                            row=row,
+                            field="lists",
+                        )
+                out[rid] = value
+            else:
+                if not all(isinstance(t, str) for t in value):
+                    raise InputError("completions must be strings", path=path, row=row, field="completions")
+                texts[rid] = value
+    if texts:
+        out.update(_ground_completions(texts, catalog, match))
+    if not out:
+        raise InputError("no lists found", path=path)
+    return out
+
+
+def _ground_completions(texts: dict[str, list[str]], catalog: Any, match: str) -> dict[str, list]:
+    from catalog.match import Matcher
+    from catalog.parse import parse_list
+
+    parsed = {rid: [parse_list(t) for t in group] for rid, group in texts.items()}
+    flat = [ln for group in parsed.values() for lines in group for ln in lines]
+    matches = Matcher(catalog, mode=match).ground_many([ln.title for ln in flat], [ln.year for ln in flat])
+    ids = iter([None if ln.title is None else m.item_id for ln, m in zip(flat, matches)])
+    return {rid: [[next(ids) for _ in lines] for lines in group] for rid, group in parsed.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from catalog.io import atomic_write
+    from data_prep.dataset import load_dataset
+    from remark.diagnose import diagnose, popularity_lists, popularity_prior
+
+    if args.group_size < 2:
+        raise InputError(f"--group-size {args.group_size}", field="group-size", hint="use 2 or more")
+    if args.k < 1:
+        raise InputError(f"--k {args.k}", field="k", hint="use 1 or more")
+    ds = load_dataset(args.dataset)
+    requests = ds.requests
+    if args.split is not None:
+        requests = requests.filter(pl.col("split") == args.split)
+        if requests.height == 0:
+            splits = sorted(set(ds.requests["split"].to_list()))
+            raise InputError(
+                f"no requests in split {args.split!r}", path=args.dataset, hint=f"splits: {splits}"
+            )
+    notes: dict[str, Any] = {}
+    if args.policy == "popularity":
+        prior_split = args.prior_split
+        if ds.requests.filter(pl.col("split") == prior_split).height == 0:
+            notes["prior"] = f"no {prior_split!r} split: the prior uses every request"
+            prior_split = None
+        items, weights = popularity_prior(ds.requests, split=prior_split)
+        lists: Any = popularity_lists(
+            requests.height, items, weights, group_size=args.group_size, k=args.k, seed=args.seed
+        )
+        policy, seed = "popularity", args.seed
+        notes["prior_items"] = len(items)
+    else:
+        found = _read_lists(
+            args.lists, set(requests["request_id"].to_list()), args.group_size, ds.catalog, args.match
+        )
+        requests = requests.filter(pl.col("request_id").is_in(list(found)))
+        lists, policy, seed = found, f"lists from {args.lists}", None
+    result = diagnose(
+        requests,
+        lists,
+        group_size=args.group_size,
+        k=args.k,
+        scale=args.scale,
+        batch_size=args.batch_size,
+        pass_rate_scheme=args.pass_rate_scheme,
+        policy=policy,
+        seed=seed,
+    )
+    result.notes.update(notes)
+    if args.pass_rates_out is not None:
+        out = args.pass_rates_out
+        with atomic_write(out) as tmp:
+            if out.suffix == ".parquet":
+                result.pass_rates.write_parquet(tmp)
+            else:
+                result.pass_rates.write_ndjson(tmp)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(f"remark diagnose {args.dataset}")
+        print(result.format_table())
+        if args.pass_rates_out is not None:
+            print(
+                f"pass rates ({args.pass_rate_scheme}) for {result.pass_rates.height} requests -> {args.pass_rates_out}"
+            )
+    return 0

@@ -1,0 +1,312 @@
+"""Responder-noise diagnostic (``remark diagnose``): how much of Rank-GRPO's signal is the responder draw.
+
+For a pooled dataset and G lists per request (read from a file, or sampled by a built-in policy) it
+reports, for each reward scheme (``responder``, ``union``, ``marginal``, ``responder_rb``) under one
+advantage scaling:
+
+(a) ``responder_share``: the share of the advantage variance explained by the responder draw. Pick a
+    request x, one of its G lists g and a rank k uniformly (over all (x, g, k) entries of the
+    diagnosed requests; the lists are fixed samples), and a responder r uniformly among x's n_x
+    responders (Rank-GRPO draws one per group, so r is shared by the G lists). By the law of total
+    variance ``Var(A) = E_{x,g,k}[Var_r(A | x, g, k)] + Var_{x,g,k}(E_r[A | x, g, k])``; the share is
+    ``E[Var_r] / Var(A)``: the part of the variance that the list cannot explain and the draw does.
+    Every responder is enumerated (no sampling). It is 0 for schemes that do not draw a responder.
+(b) ``zero_signal_frac``: the fraction of groups whose G lists all get the same reward vector (so
+    every advantage of the group is 0); for ``responder`` the expectation over the draw, for
+    ``responder_rb`` identical for every responder.
+(c) ``mean_abs_adv``: mean |A| over (x, g, k) (and over the draw for ``responder``).
+(d) ``single_vote_share``: the share of union items with c_i = 1 (a property of the data).
+
+The ``popularity`` policy samples each list as K distinct items (without replacement) with probability
+proportional to the item's total count over the training split's union (a catalog-wide popularity
+prior, so most slots miss a given request: a weak, untrained policy). Requests are processed in
+batches of ``batch_size`` (48, Rank-GRPO's step), which is what ``batch`` scaling pools over.
+
+Pass rates (``--pass-rates-out``, docs/architecture.md "Pass rates"): per request, the mean over its G
+lists and K slots of a [0, 1] reward (``union`` by default: the share of slots that hit), with
+``n_samples = G * K``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+
+from remark.algos import encode_rows, per_responder_advantages, rank_advantages, rank_rewards
+
+__all__ = ["SCHEMES", "Diagnosis", "SchemeStats", "diagnose", "popularity_lists", "popularity_prior"]
+
+SCHEMES = ("responder", "union", "marginal", "responder_rb")
+PASS_RATE_SCHEMES = ("union", "marginal")
+
+
+@dataclass(frozen=True)
+class SchemeStats:
+    """(a)-(c) for one scheme, plus the mean reward per slot (the draw's expectation for ``responder``)."""
+
+    scheme: str
+    responder_share: float
+    zero_signal_frac: float
+    mean_abs_adv: float
+    mean_reward: float
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What ``remark diagnose`` reports; ``pass_rates`` has one row per diagnosed request."""
+
+    n_requests: int
+    group_size: int
+    k: int
+    scale: str
+    policy: str
+    seed: int | None
+    single_vote_share: float
+    schemes: dict[str, SchemeStats]
+    pass_rates: pl.DataFrame
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_requests": self.n_requests,
+            "group_size": self.group_size,
+            "k": self.k,
+            "scale": self.scale,
+            "policy": self.policy,
+            "seed": self.seed,
+            "single_vote_share": self.single_vote_share,
+            "schemes": {name: asdict(s) for name, s in self.schemes.items()},
+            "mean_pass_rate": float(self.pass_rates["pass_rate"].mean()) if self.pass_rates.height else 0.0,
+            "notes": self.notes,
+        }
+
+    def format_table(self) -> str:
+        lines = [
+            f"{self.n_requests} requests, G = {self.group_size}, K = {self.k}, scale {self.scale}, "
+            f"policy {self.policy}" + (f" (seed {self.seed})" if self.seed is not None else ""),
+            f"(d) union items named by one responder (c_i = 1): {100 * self.single_vote_share:.1f}%",
+            "",
+            f"{'scheme':<14}{'(a) draw share':>16}{'(b) zero-signal':>17}{'(c) mean |A|':>14}{'mean r':>9}",
+        ]
+        for s in self.schemes.values():
+            lines.append(
+                f"{s.scheme:<14}{100 * s.responder_share:>15.1f}%{100 * s.zero_signal_frac:>16.1f}%"
+                f"{s.mean_abs_adv:>14.4f}{s.mean_reward:>9.4f}"
+            )
+        for key, value in self.notes.items():
+            lines.append(f"note: {key}: {value}")
+        return "\n".join(lines)
+
+
+class _Accumulator:
+    """Running sums for (a)-(c) over (x, g, k) entries; float64."""
+
+    def __init__(self) -> None:
+        self.entries = 0
+        self.sum_within = 0.0
+        self.sum_mean = 0.0
+        self.sum_mean_sq = 0.0
+        self.sum_abs = 0.0
+        self.sum_reward = 0.0
+        self.groups = 0
+        self.zero_groups = 0.0
+
+    def add_draws(
+        self, adv_RNK: torch.Tensor, rewards_RNK: torch.Tensor, mask_RN: torch.Tensor, g: int
+    ) -> None:
+        """Every responder n as the draw, each with weight 1 / n_x."""
+        w = mask_RN.to(torch.float64)
+        nx_R = w.sum(1).clamp(min=1)
+        adv = adv_RNK.to(torch.float64)
+        mean_RK = (adv * w[:, :, None]).sum(1) / nx_R[:, None]
+        sq_RK = (adv.square() * w[:, :, None]).sum(1) / nx_R[:, None]
+        self._add(mean_RK, (sq_RK - mean_RK.square()).clamp(min=0))
+        self.sum_abs += float(((adv.abs() * w[:, :, None]).sum(1) / nx_R[:, None]).sum())
+        self.sum_reward += float(
+            ((rewards_RNK.to(torch.float64) * w[:, :, None]).sum(1) / nx_R[:, None]).sum()
+        )
+        r, n, k = rewards_RNK.shape
+        r_BGNK = rewards_RNK.view(r // g, g, n, k)
+        same_BN = (r_BGNK == r_BGNK[:, :1]).all(3).all(1)
+        w_BN = w.view(r // g, g, n)[:, 0]
+        self.zero_groups += float(((same_BN * w_BN).sum(1) / w_BN.sum(1).clamp(min=1)).sum())
+        self.groups += r // g
+
+    def add_fixed(self, adv_RK: torch.Tensor, rewards: torch.Tensor, g: int) -> None:
+        """A scheme whose advantages do not depend on a draw (``rewards`` (R, K) or (R, N, K))."""
+        adv = adv_RK.to(torch.float64)
+        self._add(adv, torch.zeros_like(adv))
+        self.sum_abs += float(adv.abs().sum())
+        r = rewards.shape[0]
+        flat = rewards.reshape(r // g, g, -1)
+        self.zero_groups += float((flat == flat[:, :1]).all(2).all(1).sum())
+        self.groups += r // g
+        if rewards.ndim == 2:
+            self.sum_reward += float(rewards.to(torch.float64).sum())
+
+    def _add(self, mean_RK: torch.Tensor, within_RK: torch.Tensor) -> None:
+        self.entries += mean_RK.numel()
+        self.sum_within += float(within_RK.sum())
+        self.sum_mean += float(mean_RK.sum())
+        self.sum_mean_sq += float(mean_RK.square().sum())
+
+    def stats(self, scheme: str, mean_reward: float | None = None) -> SchemeStats:
+        n = max(self.entries, 1)
+        within = self.sum_within / n
+        between = max(self.sum_mean_sq / n - (self.sum_mean / n) ** 2, 0.0)
+        total = within + between
+        return SchemeStats(
+            scheme=scheme,
+            responder_share=within / total if total > 0 else 0.0,
+            zero_signal_frac=self.zero_groups / max(self.groups, 1),
+            mean_abs_adv=self.sum_abs / n,
+            mean_reward=self.sum_reward / n if mean_reward is None else mean_reward,
+        )
+
+
+def popularity_prior(requests: pl.DataFrame, *, split: str | None = "train") -> tuple[list[str], np.ndarray]:
+    """Items and weights of the popularity policy: total c_i of each item over ``split``'s unions
+    (every request when ``split`` is None). Items sorted by id, so the prior is deterministic."""
+    lf = requests.lazy()
+    if split is not None:
+        lf = lf.filter(pl.col("split") == split)
+    prior = (
+        lf.select("union", "counts")
+        .explode("union", "counts")
+        .drop_nulls("union")
+        .group_by("union")
+        .agg(pl.col("counts").cast(pl.Float64).sum().alias("weight"))
+        .filter(pl.col("weight") > 0)
+        .sort("union")
+        .collect()
+    )
+    return prior["union"].to_list(), prior["weight"].to_numpy()
+
+
+def popularity_lists(
+    n_requests: int, items: Sequence[str], weights: np.ndarray, *, group_size: int, k: int, seed: int
+) -> list[list[list[str]]]:
+    """``n_requests`` x G lists of min(K, len(items)) distinct items drawn without replacement with
+    probability proportional to ``weights`` (``torch.multinomial``, seeded)."""
+    if len(items) == 0:
+        raise ValueError("the popularity prior is empty: the split has no union items with a positive count")
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.as_tensor(np.asarray(weights, dtype=np.float64))
+    take = min(k, len(items))
+    rows = n_requests * group_size
+    picks: list[np.ndarray] = []
+    chunk = max(1, 2_000_000 // len(items))
+    for start in range(0, rows, chunk):
+        n = min(chunk, rows - start)
+        picks.append(torch.multinomial(w.expand(n, -1), take, replacement=False, generator=gen).numpy())
+    idx = np.concatenate(picks) if picks else np.zeros((0, take), dtype=np.int64)
+    arr = np.asarray(items, dtype=object)[idx]
+    flat = arr.tolist()
+    return [flat[i * group_size : (i + 1) * group_size] for i in range(n_requests)]
+
+
+def diagnose(
+    requests: pl.DataFrame,
+    lists: Sequence[Sequence[Sequence[str | None]]] | Mapping[str, Sequence[Sequence[str | None]]],
+    *,
+    group_size: int,
+    k: int = 20,
+    scale: str = "group",
+    eps: float = 1e-4,
+    batch_size: int = 48,
+    pass_rate_scheme: str = "union",
+    policy: str = "lists",
+    seed: int | None = None,
+) -> Diagnosis:
+    """Compute (a)-(d) and per-request pass rates.
+
+    ``requests``: pooled rows (``request_id``, ``seen``, ``responders``, ``union``, ``counts``);
+    ``lists``: G lists of grounded ids (None = unparsed/ungrounded line) per request, aligned with
+    ``requests`` or keyed by ``request_id``. Requests with no responder are left out (noted).
+    """
+    if group_size < 2:
+        raise ValueError(f"group_size must be >= 2 (group-relative advantages), got {group_size}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if pass_rate_scheme not in PASS_RATE_SCHEMES:
+        raise ValueError(f"pass_rate_scheme must be one of {PASS_RATE_SCHEMES}, got {pass_rate_scheme!r}")
+    ids = requests["request_id"].to_list()
+    if isinstance(lists, Mapping):
+        missing = [r for r in ids if r not in lists]
+        if missing:
+            raise ValueError(f"no lists for {len(missing)} requests (first: {missing[0]!r})")
+        lists = [lists[r] for r in ids]
+    if len(lists) != len(ids):
+        raise ValueError(f"{len(lists)} groups of lists for {len(ids)} requests")
+    for r, group in zip(ids, lists):
+        if len(group) != group_size:
+            raise ValueError(f"request {r!r} has {len(group)} lists; expected group_size = {group_size}")
+    n_resp = [len(x) for x in requests["responders"].to_list()]
+    keep = [i for i, n in enumerate(n_resp) if n > 0]
+    notes: dict[str, Any] = {}
+    if len(keep) < len(ids):
+        notes["requests_without_responders_skipped"] = len(ids) - len(keep)
+    cols = {c: requests[c].to_list() for c in ("seen", "responders", "union", "counts")}
+    acc = {s: _Accumulator() for s in SCHEMES}
+    pass_ids: list[str] = []
+    pass_vals: list[np.ndarray] = []
+    g = group_size
+    for start in range(0, len(keep), batch_size):
+        chunk = keep[start : start + batch_size]
+        rep = [i for i in chunk for _ in range(g)]
+        enc = encode_rows(
+            [slots for i in chunk for slots in lists[i]],
+            k=k,
+            union=[cols["union"][i] for i in rep],
+            counts=[cols["counts"][i] for i in rep],
+            responders=[cols["responders"][i] for i in rep],
+            seen=[cols["seen"][i] or [] for i in rep],
+            group_size=g,
+            request_ids=[ids[i] for i in rep],
+        )
+        mask = enc.responder_mask_RN
+        r_RNK = rank_rewards(enc, "responder_rb")
+        per_RNK = per_responder_advantages(r_RNK, group_size=g, mode=scale, eps=eps, mask_RN=mask)
+        acc["responder"].add_draws(per_RNK, r_RNK, mask, g)
+        w = mask.to(per_RNK.dtype)
+        rb_RK = (per_RNK * w[:, :, None]).sum(1) / w.sum(1).clamp(min=1)[:, None]
+        acc["responder_rb"].add_fixed(rb_RK, r_RNK, g)
+        rewards = {}
+        for scheme in ("union", "marginal"):
+            rewards[scheme] = rank_rewards(enc, scheme)
+            adv = rank_advantages(rewards[scheme], group_size=g, mode=scale, eps=eps)
+            acc[scheme].add_fixed(adv, rewards[scheme], g)
+        pass_ids.extend(ids[i] for i in chunk)
+        pass_vals.append(rewards[pass_rate_scheme].view(len(chunk), g * k).double().mean(1).numpy())
+    marginal_reward = acc["marginal"].stats("marginal").mean_reward
+    stats = {
+        s: acc[s].stats(s, mean_reward=marginal_reward if s in ("responder", "responder_rb") else None)
+        for s in SCHEMES
+    }
+    counts = requests[keep]["counts"].explode().drop_nulls() if keep else pl.Series([], dtype=pl.UInt32)
+    single = float((counts == 1).sum() / counts.len()) if counts.len() else 0.0
+    pass_rates = pl.DataFrame(
+        {
+            "request_id": pass_ids,
+            "pass_rate": np.clip(np.concatenate(pass_vals), 0.0, 1.0) if pass_vals else np.zeros(0),
+            "n_samples": [g * k] * len(pass_ids),
+        },
+        schema={"request_id": pl.String, "pass_rate": pl.Float64, "n_samples": pl.Int64},
+    )
+    return Diagnosis(
+        n_requests=len(keep),
+        group_size=g,
+        k=k,
+        scale=scale,
+        policy=policy,
+        seed=seed,
+        single_vote_share=single,
+        schemes=stats,
+        pass_rates=pass_rates,
+        notes=notes,
+    )
