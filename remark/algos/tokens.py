@@ -21,8 +21,10 @@ Character offsets match the text TRL scores, ``tokenizer.batch_decode(ids, skip_
 Each token's piece is decoded once per tokenizer and cached (the first token of a row alone, later
 tokens after a fixed anchor token, so SentencePiece's leading-space rule is respected); a row whose
 concatenated pieces differ from its full decode (a multi-byte character split across byte tokens,
-clean-up of spaces) falls back to incremental prefix decoding from the first mismatch, where each token
-ends at the longest common prefix of its prefix's decode and the full text.
+clean-up of spaces) is repaired locally: at each mismatch the shortest run of tokens that decodes to
+the text there is found and its characters go to the token that completes them; if none does, the row
+falls back to incremental prefix decoding, each token ending at the longest common prefix of its
+prefix's decode and the full text.
 """
 
 from __future__ import annotations
@@ -156,23 +158,51 @@ class TokenOffsetMapper:
         return TokenOffsets(texts=texts, start_RT=start, end_RT=end, n_fallback=n_fallback)
 
     def _fallback_ends(self, row: list[int], text: str, pieces: list[str | None]) -> np.ndarray:
-        """Token end offsets by prefix decoding from the first token whose piece does not match."""
-        ends = np.zeros(len(row), dtype=np.int64)
+        """Token end offsets for a row whose pieces do not concatenate to its text.
+
+        Walk the pieces; at a mismatch, decode the smallest run of tokens ``i..j`` (j - i < 8, after the
+        anchor) that matches the text there and give its characters to token j, the one completing
+        them (a character split over byte tokens). If no run matches, decode every prefix from there
+        on and end each token at the longest common prefix of its prefix's decode and the text.
+        """
+        n = len(row)
+        ends = np.zeros(n, dtype=np.int64)
         pos = 0
-        m = 0
-        while m < len(pieces):
-            piece = pieces[m]
-            if piece is None or not text.startswith(piece, pos):
+        i = 0
+        while i < n:
+            piece = pieces[i]
+            if piece is not None and text.startswith(piece, pos):
+                pos += len(piece)
+                ends[i] = pos
+                i += 1
+                continue
+            unit_end = self._matching_run(row, i, text, pos)
+            if unit_end is None:
+                prefixes = self._decode([row[: t + 1] for t in range(i, n)])
+                for t, dec in zip(range(i, n), prefixes):
+                    ends[t] = _common_prefix_len(dec, text)
                 break
-            pos += len(piece)
-            ends[m] = pos
-            m += 1
-        prefixes = self._decode([row[: i + 1] for i in range(m, len(row))])
-        for i, dec in zip(range(m, len(row)), prefixes):
-            ends[i] = _common_prefix_len(dec, text)
+            j, pos = unit_end
+            ends[i:j] = ends[i - 1] if i else 0
+            ends[j] = pos
+            i = j + 1
         ends = np.maximum.accumulate(ends)
         ends[-1] = len(text)
         return ends
+
+    def _matching_run(self, row: list[int], i: int, text: str, pos: int) -> tuple[int, int] | None:
+        """(j, new position) for the shortest run ``row[i..j]`` whose decode matches ``text`` at ``pos``."""
+        for j in range(i + 1, min(i + 8, len(row))):
+            if i == 0:  # the row's first token decodes alone (SentencePiece drops its leading space)
+                unit = self._decode([row[: j + 1]])[0]
+            else:
+                unit = self._decode([[self._anchor, *row[i : j + 1]]])[0]
+                if not unit.startswith(self._anchor_text):
+                    continue
+                unit = unit[len(self._anchor_text) :]
+            if unit and "\ufffd" not in unit and text.startswith(unit, pos):
+                return j, pos + len(unit)
+        return None
 
 
 def _common_prefix_len(a: str, b: str) -> int:

@@ -1,6 +1,7 @@
 """Token offsets (byte-level BPE and SentencePiece-style tokenizers), token ranks, token advantages."""
 
 import json
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -244,3 +245,50 @@ def test_end_to_end_end_token_never_inherits_a_hit(which, request):
     assert (out[0, : end_R[0]][rank[0, : end_R[0]] == 1] == 5.0).all()
     assert (out[1, : end_R[1]][rank[1, : end_R[1]] == 2] == 7.0).all()
     assert set(out[0, : end_R[0]].tolist()) <= {0.0, 5.0}
+
+
+def _prefix_reference(tok, row, text):
+    """End of token i = longest common prefix of decode(row[:i + 1]) and the text (running max)."""
+    ends = []
+    for i in range(len(row)):
+        d = tok.decode(row[: i + 1], skip_special_tokens=True)
+        n = 0
+        while n < min(len(d), len(text)) and d[n] == text[n]:
+            n += 1
+        ends.append(max(n, ends[-1] if ends else 0))
+    return ends
+
+
+@pytest.mark.parametrize("which", ["bpe", "spm"])
+def test_local_repair_equals_prefix_decoding(which, request):
+    tok = request.getfixturevalue(which)
+    texts = ["1. Amélie (2001)\n2. Moon 🎬\n3. 東京物語 (1953)", "é", "🎬🎬 x"]
+    ids = _ids(tok, texts)
+    out = TokenOffsetMapper(tok)(ids)
+    assert out.n_fallback == 3
+    for r, row in enumerate(ids):
+        assert out.end_RT[r, : len(row)].tolist() == _prefix_reference(tok, row, texts[r])
+
+
+class _QuirkyTokenizer:
+    """A decoder that rewrites the anchor when something follows it, so no anchored piece is usable and
+    the mapper must fall back to prefix decoding."""
+
+    vocab: ClassVar[dict[int, str]] = {0: "a", 1: "Hel", 2: "lo", 3: "\n", 4: "x", 5: "</s>"}
+
+    def encode(self, text, add_special_tokens=False):
+        return [0] if text == "a" else [1]
+
+    def batch_decode(self, seqs, skip_special_tokens=True):
+        out = []
+        for s in seqs:
+            text = "".join(self.vocab[i] for i in s if i != 5)
+            out.append("A" + text[1:] if len(s) > 1 and s[0] == 0 else text)
+        return out
+
+
+def test_prefix_decoding_fallback_when_no_piece_matches():
+    out = TokenOffsetMapper(_QuirkyTokenizer())([[1, 2, 3, 4, 5], [4]])
+    assert out.texts == ["Hello\nx", "x"] and out.n_fallback == 1
+    assert out.end_RT[0].tolist() == [3, 5, 6, 7, 7] and out.start_RT[0].tolist() == [0, 3, 5, 6, 7]
+    assert out.end_RT[1].tolist()[:1] == [1]
