@@ -53,3 +53,24 @@ def test_reference_sees_every_case():
     assert any(len(set(x for x in s if x)) < len([x for x in s if x]) for s in rows["slot_ids"])
     assert any(set(s) & set(seen) for s, seen in zip(rows["slot_ids"], rows["seen"]))
     assert any(c > 1 for cs in rows["counts"] for c in cs)
+
+
+@pytest.mark.parametrize("scheme", ["responder", "union", "marginal", "responder_rb"])
+def test_rows_encoded_per_process_and_gathered_match_one_process(scheme):
+    """Two processes encode their own rows (a group straddles them), pad N to a common max_responders,
+    and the concatenated ("gathered") rewards give the same advantages as one process."""
+    g, k = 4, 6
+    rows = random_rows(7, n_requests=5, group_size=g, k=k, max_responders=5)
+    whole = encode_rows(k=k, group_size=g, **rows)
+    cut = 2 * g + 1  # mid-group
+    parts = [
+        encode_rows(k=k, max_responders=5, **{name: v[sl] for name, v in rows.items()})
+        for sl in (slice(0, cut), slice(cut, None))
+    ]
+    gathered = torch.cat([rank_rewards(p, scheme) for p in parts])
+    mask = torch.cat([p.responder_mask_RN for p in parts]) if scheme == "responder_rb" else None
+    want_mask = whole.responder_mask_RN if scheme == "responder_rb" else None
+    for mode in ["group", "batch", "none"]:
+        got = rank_advantages(gathered, group_size=g, mode=mode, mask_RN=mask)
+        want = rank_advantages(rank_rewards(whole, scheme), group_size=g, mode=mode, mask_RN=want_mask)
+        torch.testing.assert_close(got, want)
