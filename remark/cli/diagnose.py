@@ -130,14 +130,14 @@ def _read_lists(path: Path, known: set[str], group_size: int, catalog: Any, matc
 
 
 def _ground_completions(texts: dict[str, list[str]], catalog: Any, match: str) -> dict[str, list]:
+    """Parse each completion and ground its lines with ``Matcher.ground_lines`` (the rewards' path)."""
     from catalog.match import Matcher
     from catalog.parse import parse_list
 
-    parsed = {rid: [parse_list(t) for t in group] for rid, group in texts.items()}
-    flat = [ln for group in parsed.values() for lines in group for ln in lines]
-    matches = Matcher(catalog, mode=match).ground_many([ln.title for ln in flat], [ln.year for ln in flat])
-    ids = iter([None if ln.title is None else m.item_id for ln, m in zip(flat, matches)])
-    return {rid: [[next(ids) for _ in lines] for lines in group] for rid, group in parsed.items()}
+    rids = list(texts)
+    rows = [parse_list(t) for rid in rids for t in texts[rid]]
+    ids = iter(Matcher(catalog, mode=match).ground_lines(rows))
+    return {rid: [next(ids) for _ in texts[rid]] for rid in rids}
 
 
 def run(args: argparse.Namespace) -> int:
