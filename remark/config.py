@@ -1,0 +1,282 @@
+"""``RemarkGRPOConfig``: TRL's ``GRPOConfig`` plus the rank-level fields, validated before any model loads.
+
+Departures from TRL's defaults, on purpose:
+
+- ``loss_type`` and ``scale_rewards`` have no default here: TRL changed both across versions (``bnpo`` was
+  the default in trl 0.21, which Rank-GRPO used; ``dapo`` is the default in trl 1.x), so a run must say
+  which it means. ``scale_rewards`` is kept equal to ``advantage_scaling`` (the per-rank scaling the
+  trainer applies), so TRL's own logged scalar advantages use the same rule.
+- Every rank-level option (reward scheme, K, matcher, sampling, filters, length shaping, rank-level
+  ratio, validation, divergence guard) is a documented field, checked in ``__post_init__`` with an error
+  that says what to change. ``load_config`` reads a flat YAML file whose keys are these fields.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from trl import GRPOConfig
+
+from catalog.errors import InputError
+
+SAMPLING_MODES = ("uniform", "per_responder")
+SCALING_MODES = ("group", "batch", "none")
+MATCH_MODES = ("exact", "fuzzy")
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
+#: The fewest completion tokens one "Title (Year)" line can take (a title token, the year, a newline).
+MIN_TOKENS_PER_LINE = 4
+
+
+@dataclass
+class RemarkGRPOConfig(GRPOConfig):
+    """GRPO with rank-level advantages. Fields below are remark's; the rest are TRL's ``GRPOConfig``."""
+
+    # --- what to train on --------------------------------------------------------------------------
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Model directory or hub id (a local directory when HF_HUB_OFFLINE=1)."},
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata={"help": "A pooled dataset directory written by `remark prep` (requests.parquet ...)."},
+    )
+    train_split: str = field(default="train", metadata={"help": "Split of requests.parquet to train on."})
+    valid_split: str = field(default="valid", metadata={"help": "Split used by validation during training."})
+
+    # --- rank rewards and advantages --------------------------------------------------------------
+    reward_scheme: str = field(
+        default="union",
+        metadata={
+            "help": "Per-rank reward: 'union' (ReMaRk: hit if any responder named it), 'responder' (Rank-GRPO "
+            "exp_inf: one responder's items), 'marginal' (c/n_x), 'responder_rb' (Rank-GRPO's advantages "
+            "averaged over all responders)."
+        },
+    )
+    log_decay: bool = field(
+        default=False,
+        metadata={"help": "Rank-GRPO's log_decay modifier: r_k = sum_{j>=k} hit_j / log2(j+1)."},
+    )
+    advantage_scaling: str = field(
+        default="group",
+        metadata={
+            "help": "Per-rank scaling: 'group' (std over G + eps, Rank-GRPO), 'batch', 'none' (Dr. GRPO)."
+        },
+    )
+    advantage_eps: float = field(default=1e-4, metadata={"help": "eps added to the std in 'group'/'batch'."})
+    num_ranks: int = field(
+        default=20, metadata={"help": "K: list length the policy is asked for and rewarded on."}
+    )
+    match_mode: str = field(
+        default="fuzzy", metadata={"help": "Grounding of generated titles: 'exact' (Rank-GRPO) or 'fuzzy'."}
+    )
+    year_tolerance: int = field(
+        default=2, metadata={"help": "Years a title may be off and still match (+-)."}
+    )
+    match_threshold: float | None = field(
+        default=None, metadata={"help": "Fuzzy score threshold (0-100); None uses the matcher's default."}
+    )
+    sampling: str = field(
+        default="uniform",
+        metadata={
+            "help": "'uniform': one row per request (ReMaRk); 'per_responder': one row per (request, responder), "
+            "so a request with n responders is drawn n times as often (Rank-GRPO)."
+        },
+    )
+
+    # --- filters and shaping ---------------------------------------------------------------------
+    zero_signal_filter: bool = field(
+        default=False,
+        metadata={
+            "help": "Drop groups whose G reward vectors are all equal from the loss (ScaleRL / Olmo 3)."
+        },
+    )
+    pass_rate_drop: float | None = field(
+        default=None,
+        metadata={
+            "help": "Drop requests for good once a group's pass rate reaches this (ScaleRL 0.9, Olmo 3 0.875)."
+        },
+    )
+    overflow_penalty: float = field(
+        default=-0.1, metadata={"help": "Advantage of every token of a line past K (Rank-GRPO: -0.1)."}
+    )
+    eos_complete_bonus: float = field(
+        default=0.1, metadata={"help": "End-token advantage when the list has K items (Rank-GRPO: +0.1)."}
+    )
+    eos_early_penalty: float = field(
+        default=-0.1,
+        metadata={"help": "End-token advantage when the list stops before K items (Rank-GRPO: -0.1)."},
+    )
+    rank_level_ratio: bool = field(
+        default=False,
+        metadata={
+            "help": "Importance ratio per rank: exp(mean of the rank's token log-ratios), as Rank-GRPO. Only matters "
+            "when num_iterations > 1 (with one update per generation the ratio is 1)."
+        },
+    )
+
+    # --- validation and safety -------------------------------------------------------------------
+    validation_steps: int = field(
+        default=0,
+        metadata={"help": "Validate (greedy lists on valid_split) every N steps and at step 0; 0 = off."},
+    )
+    validation_metric: str = field(
+        default="eval/recall@20/union",
+        metadata={"help": "Metric that picks the best checkpoint (eval/<metric>@<k>/<union|per_responder>)."},
+    )
+    validation_max_requests: int | None = field(
+        default=None, metadata={"help": "Validate on the first N requests of valid_split (None = all)."}
+    )
+    validation_batch_size: int = field(
+        default=32, metadata={"help": "Prompts per generation batch in validation."}
+    )
+    divergence_kl: float | None = field(
+        default=None, metadata={"help": "Stop (keeping the best checkpoint) when the logged KL exceeds this."}
+    )
+    divergence_log_ratio: float | None = field(
+        default=None, metadata={"help": "Stop when the mean |log ratio| to the reference exceeds this."}
+    )
+
+    # --- tiny CPU runs ---------------------------------------------------------------------------
+    build_tiny: dict[str, Any] | None = field(
+        default=None,
+        metadata={
+            "help": "Build synthetic data and a tiny model under output_dir before training (keys: n_requests, "
+            "n_items, seed, sft_steps, spec); used by configs/tiny_cpu.yaml so it runs anywhere."
+        },
+    )
+
+    # TRL changed these defaults across versions: a run must set them (see the module docstring).
+    loss_type: str | None = field(
+        default=None, metadata={"help": f"One of {', '.join(LOSS_TYPES)} (required)."}
+    )
+    scale_rewards: str | None = field(
+        default=None,
+        metadata={"help": "Must equal advantage_scaling: 'group', 'batch' or 'none' (required)."},
+    )
+
+    def __post_init__(self) -> None:
+        validate_remark_fields(self)
+        super().__post_init__()
+
+
+def _choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
+    if value not in valid:
+        close = difflib.get_close_matches(str(value), list(valid), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"valid: {', '.join(map(repr, valid))}"
+        raise InputError(f"unknown {name} {value!r}", field=name, hint=hint)
+
+
+def validate_remark_fields(cfg: RemarkGRPOConfig) -> None:
+    """Check the rank-level fields and their combinations; raise ``InputError`` saying what to change."""
+    from remark.algos import registry
+
+    _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))
+    _choice("advantage_scaling", cfg.advantage_scaling, SCALING_MODES)
+    _choice("sampling", cfg.sampling, SAMPLING_MODES)
+    _choice("match_mode", cfg.match_mode, MATCH_MODES)
+    if cfg.loss_type is None:
+        raise InputError(
+            "loss_type must be set explicitly (TRL's default changed from 'bnpo' to 'dapo' across versions)",
+            field="loss_type",
+            hint=f"one of {', '.join(LOSS_TYPES)}; Rank-GRPO used 'bnpo'",
+        )
+    _choice("loss_type", cfg.loss_type, LOSS_TYPES)
+    if cfg.scale_rewards is None:
+        raise InputError(
+            "scale_rewards must be set explicitly and equal advantage_scaling",
+            field="scale_rewards",
+            hint=f"set scale_rewards: {cfg.advantage_scaling}",
+        )
+    if cfg.scale_rewards != cfg.advantage_scaling:
+        raise InputError(
+            f"scale_rewards={cfg.scale_rewards!r} disagrees with advantage_scaling={cfg.advantage_scaling!r}",
+            field="scale_rewards",
+            hint="the trainer scales rank rewards by advantage_scaling; set both to the same value",
+        )
+    if cfg.num_ranks < 1:
+        raise InputError(f"num_ranks must be >= 1, got {cfg.num_ranks}", field="num_ranks")
+    if cfg.num_generations is not None and cfg.num_generations < 2:
+        raise InputError(
+            f"num_generations must be >= 2 for group advantages, got {cfg.num_generations}",
+            field="num_generations",
+        )
+    cap = cfg.max_completion_length
+    if cap is not None and cap < cfg.num_ranks * MIN_TOKENS_PER_LINE:
+        raise InputError(
+            f"max_completion_length={cap} cannot hold num_ranks={cfg.num_ranks} lines "
+            f"(needs >= {cfg.num_ranks * MIN_TOKENS_PER_LINE} tokens at >= {MIN_TOKENS_PER_LINE} tokens per line)",
+            field="max_completion_length",
+            hint="raise max_completion_length or lower num_ranks",
+        )
+    if cfg.rank_level_ratio and cfg.importance_sampling_level == "sequence":
+        raise InputError(
+            "rank_level_ratio contradicts importance_sampling_level='sequence' (a rank-level ratio needs "
+            "token log-ratios per rank)",
+            field="rank_level_ratio",
+            hint="set importance_sampling_level: token, or rank_level_ratio: false",
+        )
+    if cfg.pass_rate_drop is not None and not 0.0 < cfg.pass_rate_drop <= 1.0:
+        raise InputError(
+            f"pass_rate_drop must be in (0, 1], got {cfg.pass_rate_drop}", field="pass_rate_drop"
+        )
+    if cfg.validation_steps < 0:
+        raise InputError("validation_steps must be >= 0", field="validation_steps")
+    parts = cfg.validation_metric.split("/")
+    if len(parts) != 3 or parts[0] != "eval" or "@" not in parts[1]:
+        raise InputError(
+            f"validation_metric {cfg.validation_metric!r} is not of the form eval/<metric>@<k>/<view>",
+            field="validation_metric",
+            hint="e.g. eval/recall@20/union or eval/recall@20/per_responder",
+        )
+
+
+def config_field_names() -> list[str]:
+    return [f.name for f in fields(RemarkGRPOConfig)]
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RemarkGRPOConfig:
+    """Read a flat YAML file of ``RemarkGRPOConfig`` fields (plus ``overrides``) and validate it.
+
+    Unknown keys are an error naming the file and suggesting the closest field.
+    """
+    import yaml
+
+    values: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise InputError("config file not found", path=path)
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            line = getattr(getattr(err, "problem_mark", None), "line", None)
+            raise InputError(
+                f"not valid YAML: {err}", path=path, row=None if line is None else line + 1
+            ) from err
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise InputError("expected a mapping of config fields at the top level", path=path)
+        values.update(loaded)
+    values.update(overrides or {})
+    known = set(config_field_names())
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            raise InputError(
+                f"unknown config key {key!r}",
+                path=path,
+                field=key,
+                hint=f"did you mean {close[0]!r}?" if close else "see `remark train --help-config`",
+            )
+    try:
+        return RemarkGRPOConfig(**values)
+    except InputError as err:
+        if path is not None and err.path is None:
+            raise InputError(str(err), path=path) from err
+        raise
+    except (TypeError, ValueError) as err:
+        raise InputError(str(err), path=path) from err

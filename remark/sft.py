@@ -1,0 +1,131 @@
+"""SFT warm-up: teach the policy the list format and the catalog before RL (TRL's ``SFTTrainer``).
+
+Rank-GRPO warms up with SFT on reference lists (lr 5e-5, cosine). Targets here are built from the
+pooled training split, one conversational prompt-completion example per request (the same prompt the
+RL trainer and the evaluation use), in one of three ways:
+
+- ``union``: the request's union items, most-named first, padded to K with popular catalog items;
+- ``responder``: one example per (request, responder): that responder's items, padded the same way
+  (Rank-GRPO's per-responder view);
+- ``noisy`` (docs/experiments.md, for small runs): each of the K slots is, with probability
+  ``hit_prob``, an item of a random responder of the request, else a random catalog item. A warm-up
+  that knows the format and the catalog but not yet the answers leaves room for RL to show a difference.
+
+Padding and noise never use seen items and never repeat an item within a list. Lines are the catalog's
+display strings ("Title (Year)", or "Title" for year-less catalogs), one per line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from catalog.errors import InputError
+from data_prep.dataset import PooledDataset
+from remark.checkpoint import SafeCheckpointMixin
+from remark.data import prompt_messages
+
+Targets = Literal["union", "responder", "noisy"]
+TARGETS: tuple[str, ...] = ("union", "responder", "noisy")
+
+
+@dataclass(frozen=True)
+class SFTSettings:
+    """What ``remark sft`` trains (the rest are TRL ``SFTConfig`` fields)."""
+
+    targets: Targets = "union"
+    k: int = 20
+    hit_prob: float = 0.3
+    copies: int = 1
+    seed: int = 0
+
+
+def _pad_list(
+    items: list[str], pool: np.ndarray, weights: np.ndarray, k: int, banned: set[str], rng
+) -> list[str]:
+    out = [x for x in dict.fromkeys(items) if x not in banned][:k]
+    taken = set(out) | banned
+    if len(out) < k:
+        order = rng.choice(len(pool), size=len(pool), replace=False, p=weights)
+        out += [x for x in pool[order] if x not in taken][: k - len(out)]
+    return out
+
+
+def sft_examples(ds: PooledDataset, settings: SFTSettings, *, split: str = "train") -> list[dict[str, Any]]:
+    """Conversational prompt-completion examples for ``SFTTrainer`` (``copies`` draws per request)."""
+    if settings.targets not in TARGETS:
+        raise InputError(f"unknown targets {settings.targets!r}", field="targets", hint=f"one of {TARGETS}")
+    if not 0.0 <= settings.hit_prob <= 1.0:
+        raise InputError(f"hit_prob={settings.hit_prob}", field="hit_prob", hint="a probability in [0, 1]")
+    rng = np.random.default_rng(settings.seed)
+    cat = ds.catalog
+    pool = cat.df["item_id"].to_numpy()
+    pop = cat.df["popularity"].fill_null(1.0).to_numpy().astype(np.float64)
+    weights = pop / pop.sum() if pop.sum() > 0 else np.full(len(pool), 1.0 / len(pool))
+    rows = ds.requests.filter(ds.requests["split"] == split)
+    if rows.height == 0:
+        raise InputError(f"no request in split {split!r}", field="split")
+    out = []
+    for row in rows.iter_rows(named=True):
+        messages = prompt_messages(row["prompt"], ds.meta, settings.k)
+        banned = set(row["seen"])
+        for _ in range(settings.copies):
+            if settings.targets == "union":
+                order = np.argsort(-np.asarray(row["counts"]), kind="stable")
+                lists = [[row["union"][i] for i in order]]
+            elif settings.targets == "responder":
+                lists = [list(items) for items in row["responders"]]
+            else:
+                named = [x for items in row["responders"] for x in items]
+                hits = rng.random(settings.k) < settings.hit_prob
+                slots = [named[rng.integers(len(named))] if h and named else None for h in hits]
+                lists = [[x for x in slots if x is not None]]
+            for items in lists:
+                chosen = _pad_list(items, pool, weights, settings.k, banned, rng)
+                if settings.targets == "noisy":
+                    rng.shuffle(chosen)
+                text = "\n".join(cat.display(x) for x in chosen)
+                out.append({"prompt": messages, "completion": [{"role": "assistant", "content": text}]})
+    return out
+
+
+def run_sft(
+    ds: PooledDataset,
+    model: str | Path,
+    out_dir: str | Path,
+    settings: SFTSettings,
+    sft_args: dict[str, Any] | None = None,
+) -> Path:
+    """Fine-tune ``model`` on :func:`sft_examples` with TRL's ``SFTTrainer``; save model + tokenizer to ``out_dir``."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    class RemarkSFTTrainer(SafeCheckpointMixin, SFTTrainer):
+        pass
+
+    examples = sft_examples(ds, settings)
+    defaults = {
+        "output_dir": str(out_dir),
+        "learning_rate": 5e-5,
+        "lr_scheduler_type": "cosine",
+        "num_train_epochs": 1,
+        "per_device_train_batch_size": 8,
+        "logging_steps": 10,
+        "save_strategy": "no",
+        "report_to": "none",
+        "completion_only_loss": True,
+        "seed": settings.seed,
+    }
+    cfg = SFTConfig(**{**defaults, **(sft_args or {})})
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    trainer = RemarkSFTTrainer(
+        model=str(model), args=cfg, train_dataset=Dataset.from_list(examples), processing_class=tokenizer
+    )
+    trainer.train()
+    trainer.save_model(str(out_dir))
+    tokenizer.save_pretrained(str(out_dir))
+    return Path(out_dir)
