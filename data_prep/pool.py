@@ -2,7 +2,11 @@
 
 ReMaRk's data transformation (design.md, "Data schema"): per request, the responders' item lists, the
 union of their items, c_i (how many responders named ``union[i]``), n_x, the grounded ``seen`` items and
-the raw mentions that matched nothing. Everything after grounding is one lazy polars plan.
+the raw mentions that matched nothing. Everything after grounding is one lazy polars plan
+(:func:`pool_grounded`), collected with the in-memory engine: on 1M mentions it is ~1.5x faster than
+polars 2's default streaming engine and peaks lower (bench/pooling.py, bench/RESULTS.md). A request's
+responders and the per-responder rows hold every responder's list, so Rank-GRPO's view grows as
+n_x^2 per request: fine for Reddit (n_x ~5), ~150 MiB in memory for ProtoQA scraped dev (n_x ~90).
 
 Decisions (where Rank-GRPO's data has no equivalent, or where we depart from it):
 
@@ -77,11 +81,17 @@ def assign_splits(requests: pl.DataFrame, spec: SplitSpec = SplitSpec()) -> pl.D
 
 
 def _ground_seen(frame: pl.DataFrame, matcher: Any) -> pl.LazyFrame:
-    """(request_id, seen ids in first-mention order) for every request; ungrounded seen titles dropped."""
-    raw = frame.lazy().select("request_id", "seen", "_pos").explode("seen").drop_nulls("seen")
+    """(request_id, item_id) of grounded seen titles, in first-mention order; ungrounded ones dropped."""
+    raw = (
+        frame.lazy()
+        .select("request_id", "seen")
+        .unique(maintain_order=True)
+        .explode("seen")
+        .drop_nulls("seen")
+    )
     uniq = raw.select(pl.col("seen").unique()).collect()["seen"].to_list()
     if not uniq:
-        return raw.select("request_id", pl.lit(None, pl.String).alias("item_id"), "_pos").head(0)
+        return raw.select("request_id", pl.lit(None, pl.String).alias("item_id")).head(0)
     split = [split_title_year(s) for s in uniq]
     keys = pl.DataFrame(
         {"seen": uniq, "title": [t for t, _ in split], "year": [y for _, y in split]},
@@ -89,71 +99,87 @@ def _ground_seen(frame: pl.DataFrame, matcher: Any) -> pl.LazyFrame:
     )
     ground = matcher.ground_frame(keys, title="title", year="year").select("seen", "item_id")
     return (
-        raw.join(ground.lazy(), on="seen", how="inner")
+        raw.join(ground.lazy(), on="seen", how="inner", maintain_order="left")
         .drop_nulls("item_id")
-        .select("request_id", "item_id", "_pos")
+        .select("request_id", "item_id")
     )
+
+
+def _code(col: str) -> pl.Expr:
+    """A string column -> u64 codes (polars' categorical codes; null stays null)."""
+    return pl.col(col).cast(pl.Categorical).to_physical().cast(pl.UInt64)
+
+
+_SHIFT = 2**32  # codes are u32, so (a * 2**32 + b) is a unique u64 key of the pair
 
 
 def pool_grounded(mentions: pl.LazyFrame, seen: pl.LazyFrame) -> pl.LazyFrame:
     """The pooling plan on grounded mentions (no I/O, no grounding): one row per request.
 
-    ``mentions``: request_id, prompt, responder_id, title, year, split, ``item_id`` (null when
-    ungrounded) and ``_pos`` (the row's position in the threads, for every order), optionally file/row.
-    ``seen``: request_id, item_id, _pos (grounded seen items). Returns REQUESTS_SCHEMA's columns (split
-    as given, possibly null) + ``responder_ids``, ``_pos`` and file/row when present; a request with
-    no grounded, unseen item has null ``union``.
+    ``mentions`` (in file order): request_id, prompt, responder_id, title, year, split and ``item_id``
+    (null when ungrounded), optionally file/row. ``seen`` (in first-mention order): request_id, item_id.
+    Returns REQUESTS_SCHEMA's columns (split as given, possibly null) + ``responder_ids`` (+ file/row
+    when present), requests in first-appearance order; a request with no grounded, unseen item has null
+    ``union``.
+
+    Speed: string keys are turned into integer codes once (categorical codes) and pairs into one u64
+    key, so every group-by hashes integers; first-appearance orders come from ``maintain_order=True``
+    group-bys over rows in file order, so nothing is sorted except each request's union by count.
     """
     extra = [c for c in ("file", "row") if c in mentions.collect_schema().names()]
-    base = mentions.group_by("request_id").agg(
-        pl.col("_pos").min(),
-        pl.col("prompt").first(),
-        pl.col("split").drop_nulls().first(),
-        *[pl.col(c).first() for c in extra],
+    m = mentions.with_columns(_code("request_id").alias("_r"), _code("item_id").alias("_i")).with_columns(
+        (pl.col("_r") * _SHIFT + _code("responder_id")).alias("_rr"),
+        (pl.col("_r") * _SHIFT + pl.col("_i")).alias("_ri"),
     )
-    seen = seen.unique(["request_id", "item_id"], keep="first")
-    seen_lists = seen.sort("_pos").group_by("request_id").agg(pl.col("item_id").alias("seen"))
-    unseen = mentions.drop_nulls("item_id").join(
-        seen.select("request_id", "item_id"), on=["request_id", "item_id"], how="anti"
+    seen = seen.with_columns(_code("request_id").alias("_r"), _code("item_id").alias("_i")).with_columns(
+        (pl.col("_r") * _SHIFT + pl.col("_i")).alias("_ri")
     )
-    per_responder = (
-        unseen.sort("_pos")
-        .group_by("request_id", "responder_id", maintain_order=True)
-        .agg(
-            pl.col("item_id").unique(maintain_order=True).alias("items"), pl.col("_pos").min().alias("_first")
-        )
+    seen = seen.unique("_ri", keep="first", maintain_order=True)
+    seen_lists = seen.group_by("_r", maintain_order=True).agg(pl.col("item_id").alias("seen"))
+    # Grounded, unseen mentions, each (request, responder, item) once.
+    hit = (
+        m.select("_r", "_i", "_rr", "_ri", "responder_id", "item_id")  # leave the prompts behind
+        .filter(pl.col("_i").is_not_null())
+        .join(seen.select("_ri"), on="_ri", how="anti", maintain_order="left")
+        .filter(pl.struct("_rr", "_i").is_first_distinct())
     )
+    # Groups come out in order of first appearance: responders by first mention, items likewise.
     responders = (
-        per_responder.sort("_first")
-        .group_by("request_id")
+        hit.group_by("_rr", maintain_order=True)
+        .agg(pl.col("_r").first(), pl.col("responder_id").first(), pl.col("item_id").alias("items"))
+        .group_by("_r", maintain_order=True)
         .agg(pl.col("responder_id").alias("responder_ids"), pl.col("items").alias("responders"))
     )
     union = (
-        unseen.group_by("request_id", "item_id")
-        .agg(
-            pl.col("responder_id").n_unique().cast(pl.UInt32).alias("c"), pl.col("_pos").min().alias("_first")
+        hit.group_by("_ri", maintain_order=True)
+        .agg(pl.col("_r").first(), pl.col("item_id").first(), pl.len().cast(pl.UInt32).alias("c"))
+        .group_by("_r", maintain_order=True)
+        .agg(  # a stable sort by descending count keeps first-mention order among equal counts
+            pl.col("item_id").sort_by("c", descending=True, maintain_order=True).alias("union"),
+            pl.col("c").sort(descending=True).alias("counts"),
         )
-        .sort(["request_id", "c", "_first"], descending=[False, True, False])
-        .group_by("request_id", maintain_order=True)
-        .agg(pl.col("item_id").alias("union"), pl.col("c").alias("counts"))
     )
     shown = pl.when(pl.col("year").is_null()).then("title").otherwise(pl.format("{} ({})", "title", "year"))
     ungrounded = (
-        mentions.filter(pl.col("item_id").is_null())
-        .sort("_pos")
-        .group_by("request_id")
-        .agg(shown.unique(maintain_order=True).alias("ungrounded"))
+        m.select("_r", "_i", "title", "year")
+        .filter(pl.col("_i").is_null())
+        .with_columns(shown.alias("_shown"))
+        .unique(["_r", "_shown"], keep="first", maintain_order=True)
+        .group_by("_r", maintain_order=True)
+        .agg(pl.col("_shown").alias("ungrounded"))
     )
-    return (
-        base.join(seen_lists, on="request_id", how="left")
-        .join(responders, on="request_id", how="left")
-        .join(union, on="request_id", how="left")
-        .join(ungrounded, on="request_id", how="left")
-        .sort("_pos")
-        .with_columns(
-            pl.col("seen", "ungrounded").fill_null([]),
-            pl.col("responders").list.len().fill_null(0).cast(pl.UInt32).alias("n_responders"),
-        )
+    split = (
+        m.select("_r", "split")
+        .filter(pl.col("split").is_not_null())
+        .unique("_r", keep="first", maintain_order=True)
+    )
+    base = m.unique("_r", keep="first", maintain_order=True).select("_r", "request_id", "prompt", *extra)
+    joined = base.join(split.select("_r", "split"), on="_r", how="left", maintain_order="left")
+    for part in (seen_lists, responders, union, ungrounded):
+        joined = joined.join(part, on="_r", how="left", maintain_order="left")
+    return joined.drop("_r").with_columns(
+        pl.col("seen", "ungrounded").fill_null([]),
+        pl.col("responders").list.len().fill_null(0).cast(pl.UInt32).alias("n_responders"),
     )
 
 
@@ -172,7 +198,6 @@ def pool_threads(
     """
     report = report or Report()
     frame = threads.frame if isinstance(threads, Threads) else threads
-    frame = frame.with_row_index("_pos")
     frame = flag_rows(
         frame,
         pl.col("split").drop_nulls().n_unique().over("request_id") > 1,
@@ -185,24 +210,16 @@ def pool_threads(
     )
     keys = frame.select("title", "year").unique(maintain_order=True)
     grounded = matcher.ground_frame(keys, title="title", year="year").select("title", "year", "item_id")
-    mentions = frame.lazy().join(grounded.lazy(), on=["title", "year"], how="left", nulls_equal=True)
-    pooled = pool_grounded(mentions, _ground_seen(frame, matcher)).collect()
+    mentions = frame.join(grounded, on=["title", "year"], how="left", nulls_equal=True, maintain_order="left")
+    pooled = pool_grounded(mentions.lazy(), _ground_seen(frame, matcher)).collect(engine="in-memory")
 
-    n_grounded = mentions.select(pl.col("item_id").is_not_null().sum()).collect().item()
-    n_kept = pooled.select(pl.col("responders").list.eval(pl.element().list.len()).list.sum().sum()).item()
-    n_pairs = frame.select(pl.struct("request_id", "responder_id").n_unique()).item()
-    # Mentions removed because the item is seen = grounded mentions - kept (responder, item) pairs
-    # - repeated (responder, item) mentions, which validate_threads has already reported.
-    n_repeat = (
-        (
-            mentions.drop_nulls("item_id").select(
-                pl.len() - pl.struct("request_id", "responder_id", "item_id").n_unique()
-            )
-        )
-        .collect()
-        .item()
+    # Grounded (request, responder, item) triples that are not in any responder's list were seen items.
+    n_triples = mentions.filter(pl.col("item_id").is_not_null()).select(
+        pl.struct("request_id", "responder_id", "item_id").n_unique()
     )
-    report.notes["mentions_of_seen_items"] += int(n_grounded - n_kept - n_repeat)
+    n_kept = pooled.select(pl.col("responders").list.eval(pl.element().list.len()).list.sum().sum())
+    n_pairs = frame.select(pl.struct("request_id", "responder_id").n_unique()).item()
+    report.notes["mentions_of_seen_items"] += int(n_triples.item() - (n_kept.item() or 0))
     report.notes["responders_without_items"] += int(n_pairs - pooled["n_responders"].sum())
     pooled = flag_rows(
         pooled,

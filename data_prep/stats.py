@@ -17,6 +17,7 @@ Definitions (c_i = responders naming union item i, n_x = responders of request x
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -46,7 +47,10 @@ def _bin_label() -> pl.Expr:
 
 
 def _round(value: Any) -> Any:
-    return round(float(value), 6) if isinstance(value, float) else value
+    """Floats rounded to 1e-6; NaN (a share over nothing, e.g. no multi-responder request) -> None."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 6)
+    return value
 
 
 def dataset_stats(requests: pl.DataFrame) -> dict[str, Any]:

@@ -49,6 +49,13 @@ def test_stats_match_hand_computed_values():
     assert "single-responder requests: 33.3%" in text and "(c_i = 1): 83.3%" in text
 
 
+def test_single_responder_only_has_no_multi_share():
+    one = requests_table().filter(pl.col("request_id") == "r2")
+    s = dataset_stats(one)
+    assert s["single_mention_item_share_multi"] is None and s["single_responder_request_share"] == 1.0
+    assert "nan" not in format_stats(s)
+
+
 def test_histogram_bins_large_counts():
     t = requests_table().with_columns(pl.Series("n_responders", [7, 100, 1500], dtype=pl.UInt32))
     assert dataset_stats(t)["n_responders"]["histogram"] == {"6-10": 1, "51-100": 1, ">1000": 1}
