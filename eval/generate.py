@@ -120,31 +120,50 @@ def _transformers(model_dir: Path, cfg: GenerationConfig) -> Runner:
 
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
     tok = AutoTokenizer.from_pretrained(model_dir)
-    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir).to(device).eval()
+    return transformers_runner(model, tok, cfg)
+
+
+def transformers_runner(model: Any, tokenizer: Any, cfg: GenerationConfig) -> Runner:
+    """A runner over an already loaded model (the trainer's validation uses the model it is training).
+
+    The tokenizer's padding side is set to left for the duration of each call and restored after.
+    """
+    import torch
+
+    tok = tokenizer
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir).to(device).eval()
+    device = next(model.parameters()).device
+    pad_id = tok.pad_token_id
 
     def run(texts: list[str], n: int, sample: bool) -> list[list[str]]:
         lengths = [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         out: list[list[str]] = [[] for _ in texts]
-        kwargs: dict[str, Any] = {"max_new_tokens": cfg.max_new_tokens, "pad_token_id": tok.pad_token_id}
+        kwargs: dict[str, Any] = {"max_new_tokens": cfg.max_new_tokens, "pad_token_id": pad_id}
         if sample:
             kwargs |= {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p}
             kwargs |= {"num_return_sequences": n, "top_k": None}
         else:
             kwargs |= {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-        for b, start in enumerate(range(0, len(order), cfg.batch_size)):
-            idx = order[start : start + cfg.batch_size]
-            enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
-            enc = enc.to(device)
-            torch.manual_seed(cfg.seed + b)
-            with torch.no_grad():
-                gen = model.generate(**enc, **kwargs)
-            decoded = tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-            for j, i in enumerate(idx):
-                out[i] = decoded[j * n : (j + 1) * n]
+        side = tok.padding_side
+        tok.padding_side = "left"
+        try:
+            for b, start in enumerate(range(0, len(order), cfg.batch_size)):
+                idx = order[start : start + cfg.batch_size]
+                enc = tok(
+                    [texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
+                )
+                enc = enc.to(device)
+                torch.manual_seed(cfg.seed + b)
+                with torch.no_grad():
+                    gen = model.generate(**enc, **kwargs)
+                decoded = tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+                for j, i in enumerate(idx):
+                    out[i] = decoded[j * n : (j + 1) * n]
+        finally:
+            tok.padding_side = side
         return out
 
     return run
