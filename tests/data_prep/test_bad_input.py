@@ -52,6 +52,8 @@ CASES = [
      "responder_id", "duplicate row", "duplicate_mention"),
     ("threads bad prompt", read_threads, [thread_row(), thread_row(request_id="q2", prompt=[{"role": "x"}])], 2,
      "prompt", "message 1 needs a role", "bad_prompt"),
+    ("threads two prompts", read_threads, [thread_row(), thread_row(responder_id="b", prompt="other")], 1,
+     "prompt", "request 'q1' has different prompts", "conflicting_prompt"),
     ("protoqa missing id", read_protoqa, [{"question": {"normalized": "q?"}, "answers": {"raw": {"a": 1}}}], 1,
      "metadata.id", "missing question id", "missing_field"),
     ("protoqa bad count", read_protoqa, [{"metadata": {"id": "q"}, "question": {"normalized": "q?"},
@@ -74,7 +76,8 @@ def test_bad_rows_raise_with_file_line_field(tmp_path, name, reader, rows, line,
 def test_bad_rows_are_skipped_and_counted(tmp_path, name, reader, rows, line, field, fragment, reason):
     report = Report(skip=True)
     th = reader(write_jsonl(tmp_path / "in.jsonl", rows), report=report)
-    assert report.skipped == {reason: 1}
+    # a request whose rows disagree on the prompt is dropped whole (both rows)
+    assert report.skipped == {reason: 2 if reason == "conflicting_prompt" else 1}
     assert fragment in report.examples[reason]
     assert line not in th.frame["row"].to_list()
 
