@@ -127,7 +127,9 @@ def _transformers(model_dir: Path, cfg: GenerationConfig) -> Runner:
 def transformers_runner(model: Any, tokenizer: Any, cfg: GenerationConfig) -> Runner:
     """A runner over an already loaded model (the trainer's validation uses the model it is training).
 
-    The tokenizer's padding side is set to left for the duration of each call and restored after.
+    Side effects are undone after each call: the tokenizer's padding side (left while generating), the
+    model's train/eval mode (eval while generating, so no dropout), and the global torch RNG (generation
+    seeds a forked RNG, so a validation never re-seeds the training run's sampling).
     """
     import torch
 
@@ -147,23 +149,31 @@ def transformers_runner(model: Any, tokenizer: Any, cfg: GenerationConfig) -> Ru
             kwargs |= {"num_return_sequences": n, "top_k": None}
         else:
             kwargs |= {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-        side = tok.padding_side
+        side, was_training = tok.padding_side, model.training
         tok.padding_side = "left"
+        model.eval()
+        forked = (
+            [device.index if device.index is not None else torch.cuda.current_device()]
+            if device.type == "cuda"
+            else []
+        )
         try:
-            for b, start in enumerate(range(0, len(order), cfg.batch_size)):
-                idx = order[start : start + cfg.batch_size]
-                enc = tok(
-                    [texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
-                )
-                enc = enc.to(device)
-                torch.manual_seed(cfg.seed + b)
-                with torch.no_grad():
-                    gen = model.generate(**enc, **kwargs)
-                decoded = tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-                for j, i in enumerate(idx):
-                    out[i] = decoded[j * n : (j + 1) * n]
+            with torch.random.fork_rng(devices=forked):
+                for b, start in enumerate(range(0, len(order), cfg.batch_size)):
+                    idx = order[start : start + cfg.batch_size]
+                    enc = tok(
+                        [texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False
+                    )
+                    enc = enc.to(device)
+                    torch.manual_seed(cfg.seed + b)
+                    with torch.no_grad():
+                        gen = model.generate(**enc, **kwargs)
+                    decoded = tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+                    for j, i in enumerate(idx):
+                        out[i] = decoded[j * n : (j + 1) * n]
         finally:
             tok.padding_side = side
+            model.train(was_training)
         return out
 
     return run

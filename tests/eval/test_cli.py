@@ -195,3 +195,25 @@ def test_compare_steps_curves(tiny_dataset, tmp_path, capsys):
         == 0
     )
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_runner_over_a_loaded_model_leaves_no_side_effects(tiny_model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from eval.generate import transformers_runner
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tok.padding_side = "right"
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    model.train()
+    run = transformers_runner(model, tok, GenerationConfig(max_new_tokens=6, batch_size=2, seed=3))
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    texts = ["Arrival (2016)\n", "The Matrix", "Moon (2009)\nContact"]
+    sampled = run(texts, 2, True)
+    assert torch.equal(torch.get_rng_state(), state)  # the training run's RNG is untouched
+    assert tok.padding_side == "right" and model.training
+    assert [len(s) for s in sampled] == [2, 2, 2]
+    assert run(texts, 2, True) == sampled  # seeded: same samples again
+    assert run(texts, 1, False) == run(texts, 1, False)
