@@ -98,6 +98,8 @@ def run_sft(
     out_dir: str | Path,
     settings: SFTSettings,
     sft_args: dict[str, Any] | None = None,
+    *,
+    split: str = "train",
 ) -> Path:
     """Fine-tune ``model`` on :func:`sft_examples` with TRL's ``SFTTrainer``; save model + tokenizer to ``out_dir``."""
     from datasets import Dataset
@@ -107,7 +109,7 @@ def run_sft(
     class RemarkSFTTrainer(SafeCheckpointMixin, SFTTrainer):
         pass
 
-    examples = sft_examples(ds, settings)
+    examples = sft_examples(ds, settings, split=split)
     defaults = {
         "output_dir": str(out_dir),
         "learning_rate": 5e-5,

@@ -194,16 +194,29 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         if self.args.pass_rate_drop is not None:
             self._metrics[mode][f"{prefix}/dropped_requests"].append(float(len(self._dropped)))
 
-    # -- step 3: the rank-level importance ratio --------------------------------------------------------
+    # -- step 3: the rank-level importance ratio, and the log-ratio to the reference -------------------
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        if not self.args.rank_level_ratio:
+        rank_level = self.args.rank_level_ratio
+        watch_ref = self.args.divergence_log_ratio is not None and "ref_per_token_logps" in inputs
+        if not (rank_level or watch_ref):
             return super()._compute_loss(model, inputs)
         inputs = dict(inputs)  # the buffered batch is reused across iterations: never mutate it
         mask = inputs["completion_mask"]
+        mode = "train" if self.model.training else "eval"
         original = self._get_per_token_logps_and_entropies
 
-        def rank_level(*a, **kw):
+        def wrapped(*a, **kw):
             logps, entropies, aux = original(*a, **kw)
+            if watch_ref:
+                diff = ((logps.detach() - inputs["ref_per_token_logps"]).abs() * mask).sum()
+                total = self.accelerator.reduce(
+                    torch.stack([diff, mask.sum().to(diff.dtype)]), reduction="sum"
+                )
+                self._metrics[mode]["train/abs_log_ratio_ref"].append(
+                    (total[0] / total[1].clamp(min=1)).item()
+                )
+            if not rank_level:
+                return logps, entropies, aux
             old = inputs.get("old_per_token_logps")
             old = logps.detach() if old is None else old
             new = rank_level_logps(logps, old, inputs["rank_ids"], mask)
@@ -211,7 +224,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
                 inputs["ref_per_token_logps"] = inputs["ref_per_token_logps"] + (new - logps)
             return new, entropies, aux
 
-        self._get_per_token_logps_and_entropies = rank_level
+        self._get_per_token_logps_and_entropies = wrapped
         try:
             return super()._compute_loss(model, inputs)
         finally:

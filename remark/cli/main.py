@@ -17,14 +17,16 @@ from remark import __version__
 
 #: subcommand name -> module defining ``add_parser``. Order is the order shown in ``remark --help``.
 COMMANDS: dict[str, str] = {
-    "ground": "remark.cli.ground",
     "prep": "remark.cli.prep",
     "stats": "remark.cli.stats",
     "data": "remark.cli.data",
+    "ground": "remark.cli.ground",
+    "diagnose": "remark.cli.diagnose",
+    "sft": "remark.cli.sft",
+    "train": "remark.cli.train",
     "eval": "remark.cli.eval",
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",
-    "diagnose": "remark.cli.diagnose",
 }
 
 

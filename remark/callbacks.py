@@ -1,0 +1,187 @@
+"""Training callbacks: validation with best-checkpoint selection, and a divergence guard.
+
+``ValidationCallback`` (every ``validation_steps`` and at step 0): greedy lists for the requests of the
+validation split from the model being trained (``eval.generate.transformers_runner``), grounded and
+scored by the same functions as ``remark eval`` (``eval.views.score_lists``), so that training and
+evaluation never compute "the same" metric in two places. Each validation appends one line to
+``<output_dir>/eval_log.jsonl`` and writes per-request values to ``<output_dir>/eval/step_XXXXXX.parquet``
+(docs/architecture.md, "Training eval log"), and keeps the best model by ``validation_metric`` in
+``<output_dir>/best`` (``best.json`` says which step). ReMaRk can peak early (references.md), so the best
+checkpoint, not the last, is what a run hands to evaluation. On resume, log lines past the resumed step
+are dropped (they belong to the abandoned continuation) and the best so far is read back.
+
+``DivergenceGuard`` stops training when the logged KL to the reference (``kl``, TRL's k3 estimate) or
+the mean |log pi - log pi_ref| (``train/abs_log_ratio_ref``) passes its threshold, writing
+``stopped.json``; the best checkpoint stays in place.
+
+Validation runs on the main process only (DDP: the others wait at the next collective). Under
+DeepSpeed ZeRO-3 the weights are sharded, so validation during training is refused: evaluate saved
+checkpoints with ``remark eval run`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from transformers import TrainerCallback
+
+from catalog.io import atomic_dir, atomic_write
+from catalog.match import Matcher
+from data_prep.dataset import PooledDataset
+from eval.generate import GenerationConfig, render_prompts, transformers_runner
+from eval.run import parse_and_ground
+from eval.views import VIEWS, score_lists, weighted_means
+
+VALIDATION_METRICS = ("recall", "ndcg")
+
+
+class ValidationCallback(TrainerCallback):
+    """Greedy validation every N steps; eval log, per-request values and the best checkpoint."""
+
+    def __init__(
+        self,
+        dataset: PooledDataset,
+        *,
+        split: str,
+        k: int,
+        every: int,
+        metric: str,
+        max_new_tokens: int,
+        match_mode: str = "fuzzy",
+        max_requests: int | None = None,
+        batch_size: int = 32,
+        completions_per_step: int = 1,
+    ) -> None:
+        requests = dataset.requests.filter(pl.col("split") == split)
+        if max_requests is not None:
+            requests = requests.head(max_requests)
+        if requests.height == 0:
+            from catalog.errors import InputError
+
+            raise InputError(
+                f"validation split {split!r} has no request",
+                field="valid_split",
+                hint="set validation_steps: 0",
+            )
+        self.requests = requests
+        self.meta = dataset.meta
+        self.matcher = Matcher(dataset.catalog, mode=match_mode)
+        self.k = k
+        self.every = every
+        self.metric = metric
+        self.gen = GenerationConfig(
+            k=k, max_new_tokens=max_new_tokens, batch_size=batch_size, engine="transformers"
+        )
+        self.completions_per_step = completions_per_step
+        self.best: dict[str, Any] | None = None
+        self._t0 = time.monotonic()
+        self._wall_before = 0.0
+        self._done: set[int] = set()
+
+    # -- files ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _log_path(args: Any) -> Path:
+        return Path(args.output_dir) / "eval_log.jsonl"
+
+    def _restore(self, args: Any, step: int) -> None:
+        log = self._log_path(args)
+        if log.is_file():
+            kept = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+            kept = [x for x in kept if x["step"] <= step]
+            with atomic_write(log) as tmp:
+                tmp.write_text("".join(json.dumps(x) + "\n" for x in kept))
+            self._wall_before = max((x["wall_s"] for x in kept), default=0.0)
+            self._done = {x["step"] for x in kept}
+        best = Path(args.output_dir) / "best" / "best.json"
+        if best.is_file():
+            self.best = json.loads(best.read_text())
+
+    # -- hooks ---------------------------------------------------------------------------------------
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+        zero3 = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3" or "zero3" in str(
+            args.deepspeed or ""
+        )
+        if zero3:
+            from catalog.errors import InputError
+
+            raise InputError(
+                "validation during training is not supported under DeepSpeed (sharded weights)",
+                field="validation_steps",
+                hint="set validation_steps: 0 and run `remark eval run` on saved checkpoints",
+            )
+        self._t0 = time.monotonic()
+        if state.is_world_process_zero:
+            self._restore(args, state.global_step)
+            if state.global_step not in self._done:
+                self._validate(args, state, model, processing_class)
+
+    def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        if self.every and state.global_step % self.every == 0 and state.is_world_process_zero:
+            self._validate(args, state, model, processing_class)
+
+    def _validate(self, args: Any, state: Any, model: Any, tokenizer: Any) -> dict[str, float]:
+        step = int(state.global_step)
+        was_training = model.training
+        model.eval()
+        try:
+            texts = render_prompts(tokenizer, self.requests["prompt"].to_list(), self.meta, self.k)
+            completions = [c[0] for c in transformers_runner(model, tokenizer, self.gen)(texts, 1, False)]
+        finally:
+            model.train(was_training)
+        _, ids = parse_and_ground(completions, self.matcher)
+        ks = tuple(sorted({k for k in (5, 10, 20) if k <= self.k} | {self.k}))
+        scored = score_lists(self.requests, ids, ks=ks, metrics=VALIDATION_METRICS, views=VIEWS)
+        values = {k: v for k, v in weighted_means(scored.per_request, scored.keys).items() if v == v}
+        wall = self._wall_before + time.monotonic() - self._t0
+        n_gpu = max(1, int(getattr(args, "world_size", 1)))
+        record = {
+            "step": step,
+            "samples": step * self.completions_per_step,
+            "gpu_hours": wall * n_gpu / 3600.0,
+            "wall_s": wall,
+            **values,
+        }
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out / "eval" / f"step_{step:06d}.parquet") as tmp:
+            scored.per_request.write_parquet(tmp)
+        with self._log_path(args).open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        self._done.add(step)
+        value = values.get(self.metric)
+        if value is not None and (self.best is None or value > self.best["value"]):
+            self.best = {"step": step, "metric": self.metric, "value": value}
+            with atomic_dir(out / "best") as tmp:
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+                (tmp / "best.json").write_text(json.dumps(self.best, indent=2) + "\n")
+        if state.log_history is not None:
+            state.log_history.append({"step": step, **values})
+        return values
+
+
+class DivergenceGuard(TrainerCallback):
+    """Stop when the KL (or mean |log-ratio|) to the reference passes a threshold; say why in stopped.json."""
+
+    def __init__(self, *, max_kl: float | None = None, max_abs_log_ratio: float | None = None) -> None:
+        self.limits = {"kl": max_kl, "train/abs_log_ratio_ref": max_abs_log_ratio}
+        self.tripped: dict[str, Any] | None = None
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        for key, limit in self.limits.items():
+            value = (logs or {}).get(key)
+            if limit is not None and value is not None and value > limit:
+                self.tripped = {"step": state.global_step, "metric": key, "value": value, "limit": limit}
+                control.should_training_stop = True
+                if state.is_world_process_zero:
+                    path = Path(args.output_dir) / "stopped.json"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with atomic_write(path) as tmp:
+                        tmp.write_text(json.dumps({"reason": "divergence", **self.tripped}, indent=2) + "\n")
+                break
+        return control

@@ -1,0 +1,72 @@
+"""``remark train``: GRPO with rank-level advantages from a YAML config (see ``configs/``).
+
+Examples::
+
+    remark train --config configs/tiny_cpu.yaml                 # builds its own data and model, CPU
+    remark train --config configs/remark.yaml --set max_steps=500 learning_rate=2e-6
+    remark train --config configs/remark.yaml --resume            # latest checkpoint in output_dir
+    accelerate launch --config_file configs/accelerate/multi_gpu.yaml -m remark.cli.main train --config ...
+
+The config is validated before any model loads; errors name the field and what to change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """``["max_steps=5", "use_cpu=true"]`` -> ``{"max_steps": 5, "use_cpu": True}`` (values read as YAML)."""
+    import yaml
+
+    from catalog.errors import InputError
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InputError(f"cannot read override {pair!r}", field="--set", hint="write key=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="train with ReMaRk or Rank-GRPO rank rewards (TRL GRPOTrainer subclass)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", type=Path, required=True, help="YAML file of RemarkGRPOConfig fields")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="override config fields")
+    p.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        default=None,
+        metavar="CHECKPOINT",
+        help="resume from a checkpoint dir (default: the latest in output_dir)",
+    )
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from remark.config import load_config
+    from remark.train import run_training
+
+    cfg = load_config(args.config, parse_overrides(args.set))
+    resume = True if args.resume == "latest" else args.resume
+    summary = run_training(cfg, resume=resume)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        best = summary["best"]
+        print(f"trained {summary['global_step']} steps; final model: {summary['final']}")
+        if best:
+            print(f"best {best['metric']} = {best['value']:.4f} at step {best['step']}: {best['path']}")
+        if summary["stopped"]:
+            print(f"stopped early: {summary['stopped']}")
+    return 0

@@ -1,0 +1,169 @@
+"""``remark train``: config -> (tiny assets) -> dataset rows -> RemarkGRPOTrainer -> best and final models.
+
+Orchestration only: the config is validated (``remark.config``) before anything loads; the math lives
+in ``remark.algos``; data in ``data_prep``; metrics in ``eval``. Outputs in ``output_dir``:
+
+- ``checkpoint-N/`` (TRL/transformers layout, optimizer and RNG state as safetensors + JSON),
+- ``eval_log.jsonl`` and ``eval/step_XXXXXX.parquet`` (validation), ``best/`` (the best validation step),
+- ``final/`` (the last weights), ``remark_config.json``, ``train_summary.json``,
+- ``stopped.json`` when the divergence guard stopped the run.
+
+``build_tiny`` (``configs/tiny_cpu.yaml``) first writes a synthetic pooled dataset, trains a tokenizer
+and a tiny Qwen2 model on its text, and SFT-warms it, under ``output_dir/assets``, so the run needs
+nothing but this package.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import InputError
+from catalog.io import atomic_write
+from remark.config import RemarkGRPOConfig
+
+TINY_DEFAULTS: dict[str, Any] = {
+    "n_requests": 240,
+    "n_items": 96,
+    "relevant_size": [6, 10],
+    "seed": 0,
+    "sft_epochs": 4,
+    "sft_lr": 2e-3,
+    "sft_targets": "union",
+    "spec": {"vocab_size": 1024, "hidden_size": 64, "intermediate_size": 256},
+}
+
+
+def build_tiny_assets(cfg: RemarkGRPOConfig) -> tuple[Path, Path]:
+    """Synthetic dataset + tiny SFT-warmed model under ``output_dir/assets``; returns (data_dir, model_dir).
+
+    Reuses assets already built with the same settings (``assets/build.json``), so a resumed run does
+    not rebuild them.
+    """
+    from data_prep.synthetic import build_dataset
+    from remark.sft import SFTSettings, run_sft
+    from remark.tiny import TinySpec, build_tiny_model
+
+    opts = {**TINY_DEFAULTS, **(cfg.build_tiny or {})}
+    unknown = set(opts) - set(TINY_DEFAULTS)
+    if unknown:
+        raise InputError(
+            f"unknown build_tiny keys {sorted(unknown)}",
+            field="build_tiny",
+            hint=f"valid: {sorted(TINY_DEFAULTS)}",
+        )
+    root = Path(cfg.output_dir) / "assets"
+    data_dir, base_dir, sft_dir = root / "data", root / "base_model", root / "sft_model"
+    stamp = root / "build.json"
+    if stamp.is_file() and json.loads(stamp.read_text()) == opts and (sft_dir / "config.json").is_file():
+        return data_dir, sft_dir
+    ds = build_dataset(
+        data_dir,
+        n_requests=opts["n_requests"],
+        n_items=opts["n_items"],
+        relevant_size=tuple(opts["relevant_size"]),
+        seed=opts["seed"],
+    )
+    corpus = [
+        "\n".join(ds.catalog.df["item_id"].to_list()[i : i + 20]) for i in range(0, len(ds.catalog), 20)
+    ]
+    corpus += [m["content"] for p in ds.requests["prompt"].to_list() for m in p]
+    build_tiny_model(base_dir, corpus, spec=TinySpec(**opts["spec"]), seed=opts["seed"])
+    settings = SFTSettings(targets=opts["sft_targets"], k=cfg.num_ranks, seed=opts["seed"])
+    run_sft(
+        ds,
+        base_dir,
+        sft_dir,
+        settings,
+        {
+            "use_cpu": cfg.use_cpu,
+            "bf16": False,
+            "learning_rate": opts["sft_lr"],
+            "lr_scheduler_type": "constant",
+            "num_train_epochs": opts["sft_epochs"],
+            "per_device_train_batch_size": 16,
+            "logging_steps": 50,
+            "disable_tqdm": cfg.disable_tqdm,
+        },
+    )
+    with atomic_write(stamp) as tmp:
+        tmp.write_text(json.dumps(opts, indent=2))
+    return data_dir, sft_dir
+
+
+def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> dict[str, Any]:
+    """Train with ``cfg``; ``resume`` is a checkpoint path, True (the latest in output_dir) or None."""
+    from transformers import AutoTokenizer
+
+    from data_prep.dataset import load_dataset
+    from remark.callbacks import DivergenceGuard, ValidationCallback
+    from remark.data import training_dataset
+    from remark.trainer import RemarkGRPOTrainer
+
+    if cfg.build_tiny is not None:
+        data_dir, model_dir = build_tiny_assets(cfg)
+        cfg.data_dir, cfg.model_name_or_path = str(data_dir), str(model_dir)
+    if not cfg.data_dir or not cfg.model_name_or_path:
+        raise InputError(
+            "data_dir and model_name_or_path are required", field="data_dir", hint="or use build_tiny"
+        )
+    ds = load_dataset(cfg.data_dir)
+    train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model_name_or_path)
+    callbacks: list[Any] = []
+    if cfg.validation_steps:
+        per_step = cfg.per_device_train_batch_size * cfg.world_size * cfg.gradient_accumulation_steps
+        callbacks.append(
+            ValidationCallback(
+                ds,
+                split=cfg.valid_split,
+                k=cfg.num_ranks,
+                every=cfg.validation_steps,
+                metric=cfg.validation_metric,
+                max_new_tokens=cfg.max_completion_length or 256,
+                match_mode=cfg.match_mode,
+                max_requests=cfg.validation_max_requests,
+                batch_size=cfg.validation_batch_size,
+                completions_per_step=per_step,
+            )
+        )
+    if cfg.divergence_kl is not None or cfg.divergence_log_ratio is not None:
+        callbacks.append(
+            DivergenceGuard(max_kl=cfg.divergence_kl, max_abs_log_ratio=cfg.divergence_log_ratio)
+        )
+    trainer = RemarkGRPOTrainer(
+        model=cfg.model_name_or_path,
+        args=cfg,
+        train_dataset=train,
+        catalog=ds.catalog,
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if trainer.accelerator.is_main_process:
+        with atomic_write(out / "remark_config.json") as tmp:
+            tmp.write_text(cfg.to_json_string())
+    trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(str(out / "final"))
+    summary = {
+        "output_dir": str(out),
+        "global_step": trainer.state.global_step,
+        "final": str(out / "final"),
+        "best": None,
+        "stopped": None,
+        "train_runtime_s": next(
+            (h["train_runtime"] for h in trainer.state.log_history if "train_runtime" in h), None
+        ),
+    }
+    best = out / "best" / "best.json"
+    if best.is_file():
+        summary["best"] = {"path": str(out / "best"), **json.loads(best.read_text())}
+    if (out / "stopped.json").is_file():
+        summary["stopped"] = json.loads((out / "stopped.json").read_text())
+    if trainer.accelerator.is_main_process:
+        tokenizer.save_pretrained(str(out / "final"))
+        with atomic_write(out / "train_summary.json") as tmp:
+            tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
