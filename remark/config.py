@@ -171,6 +171,7 @@ def _choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
 
 def validate_remark_fields(cfg: RemarkGRPOConfig) -> None:
     """Check the rank-level fields and their combinations; raise ``InputError`` saying what to change."""
+    import remark.algos  # noqa: F401  (registers the reward schemes)
     from remark.algos import registry
 
     _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))
@@ -211,6 +212,15 @@ def validate_remark_fields(cfg: RemarkGRPOConfig) -> None:
             field="max_completion_length",
             hint="raise max_completion_length or lower num_ranks",
         )
+    if cfg.use_vllm:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise InputError(
+                "use_vllm is true but vLLM is not installed",
+                field="use_vllm",
+                hint="pip install 'remark[vllm]' on a CUDA machine, or set use_vllm: false (transformers generation)",
+            )
     if cfg.rank_level_ratio and cfg.importance_sampling_level == "sequence":
         raise InputError(
             "rank_level_ratio contradicts importance_sampling_level='sequence' (a rank-level ratio needs "
