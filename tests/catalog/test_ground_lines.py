@@ -19,3 +19,20 @@ def test_ground_lines_keeps_rows_ranks_and_unparsed_slots():
     assert [len(r) for r in rows] == [3, 0, 1]
     assert Matcher(cat).ground_lines(rows) == [["m", None, "a"], [], ["a"]]
     assert Matcher(cat, mode="exact").ground_lines(rows) == [[None, None, None], [], ["a"]]
+
+
+def test_atomic_outputs_get_umask_permissions(tmp_path):
+    import os
+
+    from catalog.io import atomic_dir, atomic_write
+
+    mask = os.umask(0o022)
+    try:
+        with atomic_write(tmp_path / "f.txt") as tmp:
+            tmp.write_text("x")
+        with atomic_dir(tmp_path / "d") as tmp:
+            (tmp / "a").write_text("y")
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o755
