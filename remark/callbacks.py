@@ -124,8 +124,8 @@ class ValidationCallback(TrainerCallback):
         if self.every and state.global_step % self.every == 0 and state.is_world_process_zero:
             self._validate(args, state, model, processing_class)
 
-    def _validate(self, args: Any, state: Any, model: Any, tokenizer: Any) -> dict[str, float]:
-        step = int(state.global_step)
+    def measure(self, model: Any, tokenizer: Any) -> tuple[dict[str, float], pl.DataFrame]:
+        """Greedy lists for the validation requests -> (mean of each metric, per-request values)."""
         was_training = model.training
         model.eval()
         try:
@@ -137,6 +137,11 @@ class ValidationCallback(TrainerCallback):
         ks = tuple(sorted({k for k in (5, 10, 20) if k <= self.k} | {self.k}))
         scored = score_lists(self.requests, ids, ks=ks, metrics=VALIDATION_METRICS, views=VIEWS)
         values = {k: v for k, v in weighted_means(scored.per_request, scored.keys).items() if v == v}
+        return values, scored.per_request
+
+    def _validate(self, args: Any, state: Any, model: Any, tokenizer: Any) -> dict[str, float]:
+        step = int(state.global_step)
+        values, per_request = self.measure(model, tokenizer)
         wall = self._wall_before + time.monotonic() - self._t0
         n_gpu = max(1, int(getattr(args, "world_size", 1)))
         record = {
@@ -149,7 +154,7 @@ class ValidationCallback(TrainerCallback):
         out = Path(args.output_dir)
         out.mkdir(parents=True, exist_ok=True)
         with atomic_write(out / "eval" / f"step_{step:06d}.parquet") as tmp:
-            scored.per_request.write_parquet(tmp)
+            per_request.write_parquet(tmp)
         with self._log_path(args).open("a") as fh:
             fh.write(json.dumps(record) + "\n")
         self._done.add(step)

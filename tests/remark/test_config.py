@@ -1,0 +1,91 @@
+"""RemarkGRPOConfig validation: bad configs fail with clear errors before any model loads."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog.errors import InputError
+from remark.config import RemarkGRPOConfig, load_config
+
+BASE = dict(
+    output_dir="/tmp/remark-config-test",
+    use_cpu=True,
+    report_to="none",
+    loss_type="bnpo",
+    scale_rewards="group",
+    num_generations=4,
+    per_device_train_batch_size=8,
+    max_completion_length=64,
+    num_ranks=5,
+)
+
+
+def make(**overrides):
+    return RemarkGRPOConfig(**{**BASE, **overrides})
+
+
+def test_valid_config_and_defaults():
+    cfg = make()
+    assert cfg.reward_scheme == "union"
+    assert cfg.sampling == "uniform"
+    assert cfg.advantage_scaling == "group"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "words"),
+    [
+        ({"reward_scheme": "unoin"}, "reward_scheme", "did you mean 'union'"),
+        ({"reward_scheme": "bogus"}, "reward_scheme", "valid:"),
+        ({"sampling": "per-responder"}, "sampling", "per_responder"),
+        ({"loss_type": None}, "loss_type", "set explicitly"),
+        ({"scale_rewards": None}, "scale_rewards", "set scale_rewards: group"),
+        ({"scale_rewards": "batch"}, "scale_rewards", "disagrees"),
+        ({"max_completion_length": 16}, "max_completion_length", "cannot hold num_ranks=5"),
+        ({"num_generations": 1}, "num_generations", ">= 2"),
+        (
+            {"rank_level_ratio": True, "importance_sampling_level": "sequence"},
+            "rank_level_ratio",
+            "contradicts",
+        ),
+        ({"validation_metric": "recall@20"}, "validation_metric", "eval/<metric>@<k>/<view>"),
+        ({"pass_rate_drop": 1.5}, "pass_rate_drop", "(0, 1]"),
+        ({"use_vllm": True}, "use_vllm", "pip install 'remark[vllm]'"),
+    ],
+)
+def test_bad_fields_name_the_field_and_the_fix(overrides, field, words):
+    with pytest.raises(InputError) as err:
+        make(**overrides)
+    assert err.value.field == field
+    assert words in str(err.value)
+
+
+def test_batch_not_divisible_by_group_size_fails_before_any_model_loads():
+    with pytest.raises((InputError, ValueError), match="divisible by num_generations"):
+        make(per_device_train_batch_size=6, num_generations=4)
+
+
+def test_yaml_unknown_key_and_bad_value_name_the_file(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("loss_type: bnpo\nscale_rewards: group\nreward_schem: union\n")
+    with pytest.raises(InputError, match=r"run.yaml.*reward_schem.*did you mean 'reward_scheme'"):
+        load_config(path)
+    path.write_text("loss_type: bnpo\nscale_rewards: group\nreward_scheme: [oops\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_config(path)
+    with pytest.raises(InputError, match="config file not found"):
+        load_config(tmp_path / "absent.yaml")
+
+
+@pytest.mark.parametrize("name", ["remark.yaml", "rank_grpo.yaml", "tiny_cpu.yaml"])
+def test_shipped_configs_load(name):
+    from pathlib import Path
+
+    import remark
+
+    path = Path(remark.__file__).parent / "configs" / name
+    # GPU recipes ask for vLLM and bf16; check them as a CPU user would override them.
+    cfg = load_config(
+        path, {"use_vllm": False, "bf16": False, "use_cpu": True, "gradient_checkpointing": False}
+    )
+    assert cfg.loss_type == "bnpo"
+    assert cfg.scale_rewards == cfg.advantage_scaling == "group"
