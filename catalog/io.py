@@ -13,6 +13,7 @@ polars frame; unreadable input raises ``InputError`` naming the file.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -98,6 +99,26 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def iter_jsonl(path: str | os.PathLike[str], *, hint: str | None = None) -> Iterator[tuple[int, dict]]:
+    """Non-blank lines of a JSON-lines file as ``(1-based line number, object)``.
+
+    A line that is not valid JSON, or not a JSON object, raises ``InputError`` naming the file and line
+    (with ``hint``, e.g. the expected format).
+    """
+    p = Path(path)
+    with p.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise InputError(f"not valid JSON ({err.msg})", path=p, row=line_no, hint=hint) from None
+            if not isinstance(obj, dict):
+                raise InputError("each line must be a JSON object", path=p, row=line_no, hint=hint)
+            yield line_no, obj
 
 
 def table_format(path: str | os.PathLike[str]) -> str:

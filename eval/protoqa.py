@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from catalog.errors import InputError
-from catalog.io import atomic_write
+from catalog.io import atomic_write, iter_jsonl
 
 
 def _check_list(answers: object, path: Path, row: int | None, qid: str) -> list[str]:
@@ -52,15 +52,7 @@ def read_protoqa_predictions(path: str | Path) -> dict[str, list[str]]:
         for qid, answers in whole.items():
             out[qid] = _check_list(answers, p, None, qid)
         return out
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg})", path=p, row=line_no) from None
-        if not isinstance(obj, dict):
-            raise InputError("each line must be a JSON object", path=p, row=line_no)
+    for line_no, obj in iter_jsonl(p):
         pairs = (
             [(obj["question_id"], obj.get("ranked_answers"))] if "question_id" in obj else list(obj.items())
         )

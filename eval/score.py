@@ -22,7 +22,6 @@ The counts land in the result's ``warnings``; the CLI prints them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any, Literal
 import polars as pl
 
 from catalog.errors import InputError
+from catalog.io import iter_jsonl
 from catalog.match import Matcher
 from catalog.parse import parse_line
 from data_prep.dataset import PooledDataset
@@ -61,45 +61,36 @@ def read_predictions(path: str | Path) -> Predictions:
     recs: list[list[str]] = []
     lines: list[int] = []
     first_line: dict[str, int] = {}
-    with p.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"not valid JSON ({err.msg})", path=p, row=line_no, hint=_FORMAT) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", path=p, row=line_no, hint=_FORMAT)
-            rid = obj.get("request_id")
-            if not isinstance(rid, str) or not rid:
-                raise InputError("missing or not a non-empty string", path=p, row=line_no, field="request_id")
-            items = obj.get("recommendations")
-            if not isinstance(items, list):
+    for line_no, obj in iter_jsonl(p, hint=_FORMAT):
+        rid = obj.get("request_id")
+        if not isinstance(rid, str) or not rid:
+            raise InputError("missing or not a non-empty string", path=p, row=line_no, field="request_id")
+        items = obj.get("recommendations")
+        if not isinstance(items, list):
+            raise InputError(
+                "missing or not a list", path=p, row=line_no, field="recommendations", hint=_FORMAT
+            )
+        for i, x in enumerate(items):
+            if not isinstance(x, str):
                 raise InputError(
-                    "missing or not a list", path=p, row=line_no, field="recommendations", hint=_FORMAT
-                )
-            for i, x in enumerate(items):
-                if not isinstance(x, str):
-                    raise InputError(
-                        f"item is {type(x).__name__} {x!r}, not a string",
-                        path=p,
-                        row=line_no,
-                        field=f"recommendations[{i}]",
-                        hint='write every recommendation as a string, e.g. "Title (Year)"',
-                    )
-            if rid in first_line:
-                raise InputError(
-                    f"request {rid!r} already has predictions on line {first_line[rid]}",
+                    f"item is {type(x).__name__} {x!r}, not a string",
                     path=p,
                     row=line_no,
-                    field="request_id",
-                    hint="keep one ranked list per request",
+                    field=f"recommendations[{i}]",
+                    hint='write every recommendation as a string, e.g. "Title (Year)"',
                 )
-            first_line[rid] = line_no
-            ids.append(rid)
-            recs.append(items)
-            lines.append(line_no)
+        if rid in first_line:
+            raise InputError(
+                f"request {rid!r} already has predictions on line {first_line[rid]}",
+                path=p,
+                row=line_no,
+                field="request_id",
+                hint="keep one ranked list per request",
+            )
+        first_line[rid] = line_no
+        ids.append(rid)
+        recs.append(items)
+        lines.append(line_no)
     if not ids:
         raise InputError("no predictions in the file", path=p, hint=_FORMAT)
     return Predictions(str(p), ids, recs, lines)

@@ -14,7 +14,6 @@ reaches the target gives ``inf`` (an open upper end), never a silently dropped r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from catalog.errors import InputError
+from catalog.io import iter_jsonl
 from eval.bootstrap import BootstrapConfig, bootstrap_sums, intervals
 from eval.views import split_key, weights_for
 
@@ -38,14 +38,8 @@ def read_eval_log(run_dir: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise InputError("no eval log here", path=path, hint="pass a training run directory")
     records: dict[int, dict[str, Any]] = {}
-    for line_no, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg})", path=path, row=line_no) from None
-        step = rec.get("step") if isinstance(rec, dict) else None
+    for line_no, rec in iter_jsonl(path):
+        step = rec.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or step < 0:
             raise InputError("missing or non-integer step", path=path, row=line_no, field="step")
         records[step] = rec

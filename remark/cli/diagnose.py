@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
+from catalog.io import iter_jsonl
 
 
 def add_parser(subparsers) -> None:
@@ -78,50 +79,43 @@ def _read_lists(path: Path, known: set[str], group_size: int, catalog: Any, matc
         raise InputError("file not found", path=path, hint="pass a JSON lines file of lists per request")
     out: dict[str, list] = {}
     texts: dict[str, list[str]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for row, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"not valid JSON ({err.msg})", path=path, row=row) from err
-            if not isinstance(obj, dict) or not isinstance(obj.get("request_id"), str):
-                raise InputError(
-                    "expected an object with a string request_id", path=path, row=row, field="request_id"
-                )
-            rid = obj["request_id"]
-            if rid not in known:
-                raise InputError(f"unknown request_id {rid!r}", path=path, row=row, field="request_id")
-            if rid in out or rid in texts:
-                raise InputError(f"request_id {rid!r} appears twice", path=path, row=row, field="request_id")
-            key = "lists" if "lists" in obj else "completions" if "completions" in obj else None
-            if key is None:
-                raise InputError("needs a 'lists' or a 'completions' field", path=path, row=row)
-            value = obj[key]
-            if not isinstance(value, list) or len(value) != group_size:
-                got = len(value) if isinstance(value, list) else type(value).__name__
-                raise InputError(
-                    f"{key} must hold G = {group_size} entries, got {got}",
-                    path=path,
-                    row=row,
-                    field=key,
-                    hint="set --group-size to the number of lists per request",
-                )
-            if key == "lists":
-                for lst in value:
-                    if not isinstance(lst, list) or not all(x is None or isinstance(x, str) for x in lst):
-                        raise InputError(
-                            "each list must be a list of item ids (strings) or nulls",
-                            path=path,
-                            row=row,
-                            field="lists",
-                        )
-                out[rid] = value
-            else:
-                if not all(isinstance(t, str) for t in value):
-                    raise InputError("completions must be strings", path=path, row=row, field="completions")
-                texts[rid] = value
+    for row, obj in iter_jsonl(path):
+        if not isinstance(obj.get("request_id"), str):
+            raise InputError(
+                "expected an object with a string request_id", path=path, row=row, field="request_id"
+            )
+        rid = obj["request_id"]
+        if rid not in known:
+            raise InputError(f"unknown request_id {rid!r}", path=path, row=row, field="request_id")
+        if rid in out or rid in texts:
+            raise InputError(f"request_id {rid!r} appears twice", path=path, row=row, field="request_id")
+        key = "lists" if "lists" in obj else "completions" if "completions" in obj else None
+        if key is None:
+            raise InputError("needs a 'lists' or a 'completions' field", path=path, row=row)
+        value = obj[key]
+        if not isinstance(value, list) or len(value) != group_size:
+            got = len(value) if isinstance(value, list) else type(value).__name__
+            raise InputError(
+                f"{key} must hold G = {group_size} entries, got {got}",
+                path=path,
+                row=row,
+                field=key,
+                hint="set --group-size to the number of lists per request",
+            )
+        if key == "lists":
+            for lst in value:
+                if not isinstance(lst, list) or not all(x is None or isinstance(x, str) for x in lst):
+                    raise InputError(
+                        "each list must be a list of item ids (strings) or nulls",
+                        path=path,
+                        row=row,
+                        field="lists",
+                    )
+            out[rid] = value
+        else:
+            if not all(isinstance(t, str) for t in value):
+                raise InputError("completions must be strings", path=path, row=row, field="completions")
+            texts[rid] = value
     if texts:
         out.update(_ground_completions(texts, catalog, match))
     if not out:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from catalog.errors import InputError
+from catalog.io import iter_jsonl
 
 #: ``--x`` choice -> key in the eval log.
 X_KEYS = {"steps": "step", "samples": "samples", "gpu_hours": "gpu_hours"}
@@ -45,19 +46,7 @@ def resolve_log_path(path: str | Path) -> Path:
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
     """Non-blank lines of a JSON-lines file as (1-based line number, object)."""
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"not valid JSON ({err.msg})", path=path, row=lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", path=path, row=lineno)
-            out.append((lineno, obj))
-    return out
+    return list(iter_jsonl(path))
 
 
 def _number(value, *, path, row, field) -> float:
