@@ -1,0 +1,526 @@
+"""ReMaRk vs Rank-GRPO on real ProtoQA, CPU scale: one command, re-runnable (README.md beside this file).
+
+    python experiments/protoqa_cpu/run.py [--config config.yaml] [--out runs/protoqa_cpu]
+
+Stages (each skipped when its outputs exist with the same settings; ``--fresh`` starts over):
+
+1. data: scraped dev questions with >= 5 clusters (a seeded random 128) and the 52 crowdsourced dev
+   questions, item = a cluster's first answer lower-cased (``read_protoqa(items="clusters")``), pooled
+   into one row per question, each question's respondents split 50/50 (``data_prep.holdout``) into a
+   train side (``<out>/data/train``) and a held-out side (``<out>/data/heldout``, split ``valid``).
+2. model: byte-level BPE tokenizer (vocab 4096) and a ~1M-parameter Qwen2 model, built locally.
+3. sft: the noisy warm-up (``remark.sft``, targets ``noisy``) on the train side.
+4. train: for each seed, ReMaRk (union, uniform) and Rank-GRPO (responder, per_responder) side by side,
+   one torch thread each, from the same warm-up, equal steps and prompts per step. Validation at step 0
+   and every ``eval.every`` steps on all questions against the held-out respondents: greedy lists and
+   ``num_samples`` sampled lists (``eval/...`` logs in the eval-log contract, the sampled ones under
+   ``sampled/``).
+5. analysis (``analyze.py``): paired CIs at the final and best steps, steps-to-reach, curves, plots.
+
+Skips with a clear message (exit 0) when the ProtoQA files are absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+DEFAULT_PROTOQA = REPO.parent / "shared" / "data" / "protoqa"
+
+
+# -- small helpers ------------------------------------------------------------------------------------
+def load_config(path: Path) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(path.read_text())
+
+
+def stamp_of(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def done(path: Path, settings: Any) -> bool:
+    return path.is_file() and json.loads(path.read_text()).get("stamp") == stamp_of(settings)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    from catalog.io import atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def one_thread() -> None:
+    """One torch thread per process (set before torch is imported where possible)."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# -- stage 1: data ------------------------------------------------------------------------------------
+def merge_threads(parts: list) -> Any:
+    """Scraped + crowdsourced threads -> one Threads with one catalog (items merged by ``item_id``).
+
+    ``data_prep.readers.combine`` does this too, but its catalog merge calls polars' removed
+    ``Expr.flatten`` (polars 2.x), so it is done here with ``list.explode``.
+    """
+    import polars as pl
+
+    from catalog.table import Catalog
+    from data_prep.schema import Threads
+
+    if len(parts) == 1:
+        return parts[0]
+    df = (
+        pl.concat([p.catalog.df.select("item_id", "title", "year", "aliases", "popularity") for p in parts])
+        .group_by("item_id", maintain_order=True)
+        .agg(
+            pl.col("title").first(),
+            pl.col("year").first(),
+            pl.col("aliases").list.explode(keep_nulls=False, empty_as_null=False).unique().sort(),
+            pl.col("popularity").sum(),
+        )
+    )
+    frame = pl.concat([p.frame for p in parts], how="diagonal_relaxed")
+    return Threads(frame, Catalog(df), dict(parts[0].meta))
+
+
+def floor_popularity(catalog: Any) -> Any:
+    """Popularity >= 1 for every item: ``remark.sft``'s padding draws the whole catalog without
+    replacement with popularity weights, which numpy refuses when an item has weight 0 (crowdsourced
+    cluster items whose raw strings were cleaned away have popularity 0)."""
+    import polars as pl
+
+    from catalog.table import Catalog
+
+    return Catalog(catalog.df.with_columns(pl.col("popularity").fill_null(1.0).clip(lower_bound=1.0)))
+
+
+def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
+    import numpy as np
+    import polars as pl
+
+    from catalog.match import Matcher
+    from data_prep.dataset import write_dataset
+    from data_prep.holdout import holdout_responders
+    from data_prep.pool import SplitSpec, pool_threads
+    from data_prep.readers import read_protoqa
+    from data_prep.stats import dataset_stats
+
+    d = cfg["data"]
+    settings = {"data": d, "protoqa": str(protoqa)}
+    stamp_path = out / "data" / "done.json"
+    if done(stamp_path, settings):
+        log("data: reusing " + str(out / "data"))
+        return json.loads(stamp_path.read_text())
+    t0 = time.monotonic()
+    parts = [read_protoqa(protoqa / d["scraped"], items="clusters")]
+    if d.get("use_crowdsourced", True):
+        parts.append(read_protoqa(protoqa / d["crowdsourced"], items="clusters"))
+    threads = merge_threads(parts)
+    threads.catalog = floor_popularity(threads.catalog)
+    source_of = {
+        rid: name
+        for name, part in zip(("scraped", "crowdsourced"), parts, strict=False)
+        for rid in part.frame["request_id"].unique().to_list()
+    }
+    matcher = Matcher(threads.catalog, mode=d["match_mode"])
+    pooled = pool_threads(threads, matcher, split=SplitSpec((("train", 1.0),), seed=0))
+    scraped = pooled.filter(
+        pl.col("request_id").replace_strict(source_of, default=None) == "scraped",
+        pl.col("union").list.len() >= d["min_clusters"],
+    )
+    eligible = sorted(scraped["request_id"].to_list())
+    rng = np.random.default_rng(d["select_seed"])
+    chosen = set(rng.choice(eligible, size=min(d["n_scraped"], len(eligible)), replace=False).tolist())
+    keep = chosen | {r for r, s in source_of.items() if s == "crowdsourced"}
+    selected = pooled.filter(pl.col("request_id").is_in(sorted(keep)))
+    split = holdout_responders(selected, fraction=d["holdout_fraction"], seed=d["holdout_seed"])
+    meta = {
+        **threads.meta,
+        "experiment": "protoqa_cpu",
+        "inputs": [str(protoqa / d["scraped"])]
+        + ([str(protoqa / d["crowdsourced"])] if d.get("use_crowdsourced", True) else []),
+        "match_mode": d["match_mode"],
+        "holdout": split.settings,
+    }
+    write_dataset(out / "data" / "train", split.train, threads.catalog, {**meta, "side": "train"})
+    heldout = split.heldout.with_columns(pl.lit("valid").alias("split"))
+    write_dataset(out / "data" / "heldout", heldout, threads.catalog, {**meta, "side": "heldout"})
+    sources = {r: source_of[r] for r in selected["request_id"].to_list()}
+    write_json(out / "data" / "sources.json", sources)
+    n_src = {s: sum(v == s for v in sources.values()) for s in ("scraped", "crowdsourced")}
+    info = {
+        "stamp": stamp_of(settings),
+        "n_questions": selected.height,
+        "by_source": n_src,
+        "eligible_scraped": len(eligible),
+        "dropped_by_holdout": split.dropped,
+        "catalog_items": len(threads.catalog),
+        "train": dataset_stats(split.train.drop("responder_ids")),
+        "heldout": dataset_stats(heldout.drop("responder_ids")),
+        "wall_s": time.monotonic() - t0,
+    }
+    write_json(stamp_path, info)
+    log(f"data: {selected.height} questions {n_src}, catalog {len(threads.catalog)} items")
+    return info
+
+
+# -- stage 2-3: tiny model and noisy SFT warm-up ------------------------------------------------------
+def build_sft(cfg: dict[str, Any], out: Path) -> Path:
+    settings = {"model": cfg["model"], "sft": cfg["sft"], "data": cfg["data"]}
+    sft_dir = out / "sft_model"
+    if done(sft_dir / "done.json", settings):
+        log("sft: reusing " + str(sft_dir))
+        return sft_dir
+    one_thread()
+    from data_prep.dataset import load_dataset
+    from remark.data import prompt_messages
+    from remark.sft import SFTSettings, run_sft
+    from remark.tiny import TinySpec, build_tiny_model
+
+    ds = load_dataset(out / "data" / "train")
+    t0, c0 = time.monotonic(), cpu_seconds()
+    m, s = cfg["model"], cfg["sft"]
+    items = ds.catalog.df["title"].to_list()
+    corpus = ["\n".join(items[i : i + 10]) for i in range(0, len(items), 10)]
+    # the user messages exactly as the policy sees them (instruction + question), once per question, so
+    # that BPE learns the repeated instruction's words as whole tokens (shorter prompts, faster steps)
+    corpus += [prompt_messages(p, ds.meta, s["k"])[-1]["content"] for p in ds.requests["prompt"].to_list()]
+    spec = TinySpec(**{k: v for k, v in m.items() if k != "seed"})
+    base = build_tiny_model(out / "base_model", corpus, spec=spec, seed=m["seed"])
+    copies = -(-s["steps"] * s["batch_size"] // ds.requests.height)
+    settings_sft = SFTSettings(
+        targets="noisy", k=s["k"], hit_prob=s["hit_prob"], copies=copies, seed=s["seed"]
+    )
+    if sft_dir.exists():
+        shutil.rmtree(sft_dir)
+    run_sft(
+        ds,
+        base,
+        sft_dir,
+        settings_sft,
+        {
+            "use_cpu": True,
+            "bf16": False,
+            "learning_rate": s["learning_rate"],
+            "lr_scheduler_type": s["lr_scheduler_type"],
+            "max_steps": s["steps"],
+            "per_device_train_batch_size": s["batch_size"],
+            "logging_steps": 100,
+            "disable_tqdm": False,
+            "seed": s["seed"],
+            "dataloader_num_workers": 0,
+        },
+    )
+    n_params = sum(
+        p.numel()
+        for p in __import__("transformers").AutoModelForCausalLM.from_pretrained(sft_dir).parameters()
+    )
+    write_json(
+        sft_dir / "done.json",
+        {
+            "stamp": stamp_of(settings),
+            "wall_s": time.monotonic() - t0,
+            "cpu_s": cpu_seconds() - c0,
+            "peak_rss_mb": peak_rss_mb(),
+            "examples": copies * ds.requests.height,
+            "n_params": n_params,
+        },
+    )
+    log(f"sft: done in {time.monotonic() - t0:.0f} s ({n_params / 1e6:.2f}M parameters)")
+    return sft_dir
+
+
+# -- stage 4: one GRPO run (a worker process) ---------------------------------------------------------
+def run_settings(cfg: dict[str, Any], method: str, seed: int) -> dict[str, Any]:
+    return {
+        "method": cfg["methods"][method],
+        "seed": seed,
+        "grpo": cfg["grpo"],
+        "eval": cfg["eval"],
+        "sft": cfg["sft"],
+        "model": cfg["model"],
+        "data": cfg["data"],
+    }
+
+
+def worker(cfg: dict[str, Any], out: Path, method: str, seed: int) -> None:
+    one_thread()
+    from transformers import AutoTokenizer
+    from validation import HeldoutValidation, Progress  # beside this file
+
+    from data_prep.dataset import load_dataset
+    from remark.config import RemarkGRPOConfig
+    from remark.data import training_dataset
+    from remark.trainer import RemarkGRPOTrainer
+
+    g, e = cfg["grpo"], cfg["eval"]
+    run_dir = out / "runs" / f"{method}_s{seed}"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    t0, c0 = time.monotonic(), cpu_seconds()
+    train_ds = load_dataset(out / "data" / "train")
+    heldout = load_dataset(out / "data" / "heldout")
+    sft_dir = out / "sft_model"
+    m = cfg["methods"][method]
+    args = RemarkGRPOConfig(
+        output_dir=str(run_dir),
+        seed=seed,
+        reward_scheme=m["reward_scheme"],
+        sampling=m["sampling"],
+        advantage_scaling="group",
+        scale_rewards="group",
+        num_ranks=g["num_ranks"],
+        match_mode=cfg["data"]["match_mode"],
+        loss_type=g["loss_type"],
+        num_generations=g["num_generations"],
+        per_device_train_batch_size=g["prompts_per_step"] * g["num_generations"],
+        gradient_accumulation_steps=1,
+        learning_rate=g["learning_rate"],
+        lr_scheduler_type=g["lr_scheduler_type"],
+        beta=g["beta"],
+        temperature=g["temperature"],
+        max_completion_length=g["max_completion_length"],
+        max_steps=g["steps"],
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        logging_steps=5,
+        report_to="none",
+        disable_tqdm=True,
+        validation_steps=0,  # our own callback validates against the held-out respondents
+        dataloader_num_workers=0,
+    )
+    train = training_dataset(train_ds, split="train", sampling=args.sampling, k=args.num_ranks)
+    tokenizer = AutoTokenizer.from_pretrained(sft_dir)
+    validation = HeldoutValidation(
+        heldout,
+        every=e["every"],
+        k=g["num_ranks"],
+        ks=tuple(e["ks"]),
+        max_new_tokens=g["max_completion_length"],
+        num_samples=e["num_samples"],
+        temperature=e["temperature"],
+        seed=e["seed"],
+        batch_size=e["batch_size"],
+        match_mode=cfg["data"]["match_mode"],
+        completions_per_step=args.per_device_train_batch_size,
+    )
+    trainer = RemarkGRPOTrainer(
+        model=str(sft_dir),
+        args=args,
+        train_dataset=train,
+        catalog=train_ds.catalog,
+        processing_class=tokenizer,
+        callbacks=[validation, Progress(run_dir / "progress.json")],
+    )
+    setup_s = time.monotonic() - t0
+    trainer.train()
+    trainer.save_model(str(run_dir / "final"))
+    tokenizer.save_pretrained(str(run_dir / "final"))
+    with (run_dir / "train_log.jsonl").open("w") as fh:
+        for rec in trainer.state.log_history:
+            fh.write(json.dumps(rec) + "\n")
+    wall = time.monotonic() - t0
+    write_json(
+        run_dir / "done.json",
+        {
+            "stamp": stamp_of(run_settings(cfg, method, seed)),
+            "method": method,
+            "seed": seed,
+            "steps": trainer.state.global_step,
+            "train_rows": len(train),
+            "wall_s": wall,
+            "setup_s": setup_s,
+            "eval_s": validation.eval_seconds,
+            "train_s": wall - setup_s - validation.eval_seconds,
+            "cpu_s": cpu_seconds() - c0,
+            "peak_rss_mb": peak_rss_mb(),
+            "torch_threads": __import__("torch").get_num_threads(),
+        },
+    )
+
+
+# -- orchestration -----------------------------------------------------------------------------------
+class LoadMonitor(threading.Thread):
+    """Samples the 1-minute load average every ``every`` seconds into a JSON-lines file."""
+
+    def __init__(self, path: Path, every: float = 15.0) -> None:
+        super().__init__(daemon=True)
+        self.path, self.every, self.stop = path, every, threading.Event()
+
+    def run(self) -> None:
+        with self.path.open("a") as fh:
+            while not self.stop.is_set():
+                fh.write(json.dumps({"t": time.time(), "load1": os.getloadavg()[0]}) + "\n")
+                fh.flush()
+                self.stop.wait(self.every)
+
+
+def train_all(cfg: dict[str, Any], out: Path, config_path: Path) -> list[dict[str, Any]]:
+    from tqdm import tqdm
+
+    jobs = [(m, s) for s in cfg["seeds"] for m in cfg["methods"]]
+    todo = [
+        (m, s) for m, s in jobs if not done(out / "runs" / f"{m}_s{s}" / "done.json", run_settings(cfg, m, s))
+    ]
+    for m, s in sorted(set(jobs) - set(todo)):
+        log(f"train: reusing {m}_s{s}")
+    steps = cfg["grpo"]["steps"]
+    bar = tqdm(total=len(todo) * steps, desc="GRPO steps (all runs)", unit="step", dynamic_ncols=True)
+    running: dict[tuple[str, int], subprocess.Popen] = {}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    failed = []
+    counted: dict[tuple[str, int], int] = {}
+    queue = list(todo)
+    while queue or running:
+        while queue and len(running) < cfg.get("parallel", 2):
+            m, s = queue.pop(0)
+            run_dir = out / "runs" / f"{m}_s{s}"
+            run_dir.parent.mkdir(parents=True, exist_ok=True)
+            logf = (out / "runs" / f"{m}_s{s}.log").open("w")
+            cmd = [sys.executable, str(Path(__file__).resolve()), "worker", "--method", m, "--seed", str(s)]
+            cmd += ["--config", str(config_path), "--out", str(out)]
+            running[(m, s)] = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+            counted[(m, s)] = 0
+            bar.write(f"[{time.strftime('%H:%M:%S')}] started {m} seed {s} (pid {running[(m, s)].pid})")
+        time.sleep(5)
+        for key, proc in list(running.items()):
+            prog = out / "runs" / f"{key[0]}_s{key[1]}" / "progress.json"
+            if prog.is_file():
+                try:
+                    step = json.loads(prog.read_text())["step"]
+                except (json.JSONDecodeError, KeyError):
+                    step = counted[key]
+                bar.update(step - counted[key])
+                counted[key] = step
+            if proc.poll() is not None:
+                del running[key]
+                bar.update(steps - counted[key])
+                if proc.returncode != 0:
+                    failed.append(key)
+                    bar.write(
+                        f"FAILED {key[0]} seed {key[1]}: see {out / 'runs' / f'{key[0]}_s{key[1]}.log'}"
+                    )
+                else:
+                    bar.write(f"[{time.strftime('%H:%M:%S')}] finished {key[0]} seed {key[1]}")
+    bar.close()
+    if failed:
+        raise SystemExit(f"{len(failed)} run(s) failed: {failed}")
+    return [json.loads((out / "runs" / f"{m}_s{s}" / "done.json").read_text()) for m, s in jobs]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "stage", nargs="?", default="all", choices=["all", "data", "sft", "train", "analyze", "worker"]
+    )
+    p.add_argument("--config", type=Path, default=HERE / "config.yaml")
+    p.add_argument("--out", type=Path, default=REPO / "runs" / "protoqa_cpu")
+    p.add_argument(
+        "--protoqa-dir",
+        type=Path,
+        default=Path(os.environ.get("REMARK_PROTOQA_DIR", DEFAULT_PROTOQA)),
+        help="ProtoQA data directory (iesl/protoqa-data's data/; env REMARK_PROTOQA_DIR)",
+    )
+    p.add_argument("--fresh", action="store_true", help="delete --out first")
+    p.add_argument("--method")
+    p.add_argument("--seed", type=int)
+    a = p.parse_args(argv)
+    cfg = load_config(a.config)
+    out = a.out.resolve()
+    sys.path.insert(0, str(HERE))
+    if a.stage == "worker":
+        worker(cfg, out, a.method, a.seed)
+        return 0
+    needed = [a.protoqa_dir / cfg["data"]["scraped"]]
+    if cfg["data"].get("use_crowdsourced", True):
+        needed.append(a.protoqa_dir / cfg["data"]["crowdsourced"])
+    missing = [str(x) for x in needed if not x.is_file()]
+    if missing and a.stage != "analyze":
+        print(
+            "SKIPPED: ProtoQA files not found: " + ", ".join(missing) + ". Get iesl/protoqa-data (CC-BY-4.0) "
+            "and pass --protoqa-dir to its data/ directory (or set REMARK_PROTOQA_DIR)."
+        )
+        return 0
+    if a.fresh and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    # the workers read a snapshot, so editing the config during a run changes nothing mid-way
+    snapshot = out / "config.yaml"
+    if a.config.resolve() != snapshot.resolve():
+        shutil.copyfile(a.config, snapshot)
+    a.config = snapshot
+    t0 = time.monotonic()
+    monitor = LoadMonitor(out / "load.jsonl")
+    monitor.start()
+    timings: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_at_start": os.getloadavg()}
+    try:
+        if a.stage in ("all", "data"):
+            timings["data"] = build_data(cfg, a.protoqa_dir, out)["wall_s"]
+        if a.stage in ("all", "sft"):
+            ts = time.monotonic()
+            # SFT in a child process so that it gets one torch thread like the runs
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+            code = (
+                f"import sys; sys.path.insert(0, {str(HERE)!r}); import run, pathlib; "
+                f"run.build_sft(run.load_config(pathlib.Path({str(a.config)!r})), pathlib.Path({str(out)!r}))"
+            )
+            subprocess.run([sys.executable, "-c", code], check=True, env=env)
+            timings["sft_stage_wall_s"] = time.monotonic() - ts
+        if a.stage in ("all", "train"):
+            ts = time.monotonic()
+            train_all(cfg, out, snapshot)
+            timings["train_stage_wall_s"] = time.monotonic() - ts
+        if a.stage in ("all", "analyze"):
+            import analyze
+
+            ts = time.monotonic()
+            analyze.analyze(cfg, out)
+            timings["analysis_wall_s"] = time.monotonic() - ts
+    finally:
+        monitor.stop.set()
+        timings["total_wall_s"] = time.monotonic() - t0
+        timings["load_at_end"] = os.getloadavg()
+        write_json(out / f"timings_{a.stage}.json", timings)
+    log(f"{a.stage}: done in {timings['total_wall_s'] / 60:.1f} min; outputs in {out}")
+    if a.stage in ("all", "analyze"):
+        log(f"report: {out / 'analysis' / 'results.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
