@@ -9,8 +9,9 @@ responders, so both feed ``write_dataset`` / ``expand_responders`` / the trainer
 Rules:
 
 - Per request with n responders, ``h = clip(round(fraction * n), 1, n - 1)`` responders are held out
-  (polars' round: half to even, so 5 responders at 0.5 hold out 2), so every request keeps at least one responder on each side. A request with fewer than 2 responders
-  cannot be split: it is dropped from both sides and its id is listed in ``Holdout.dropped``.
+  (polars' round: half to even, so 5 responders at 0.5 hold out 2), so every request keeps at least
+  one responder on each side. A request with fewer than 2 responders cannot be split: it is dropped
+  from both sides and its id is listed in ``Holdout.dropped``.
 - Which responders: a seeded uniform draw (``numpy.random.default_rng(seed)``, one number per
   (request, responder) row in the pooled table's order); the h smallest of a request are held out.
   Same table and seed, same split; the draw does not depend on responder ids.
