@@ -2,16 +2,27 @@
 
 The generator mimics what matters in Reddit-style recommendation threads (design.md, references.md):
 
-- a catalog of titled, dated items in a few genres, with Zipf-like popularity;
+- a catalog of titled, dated items in 8 genres (titles are made-up word combinations with genre-specific
+  words), with Zipf-like popularity;
 - requests that name a genre and one or two seed items (the ``seen`` titles), whose *latent* relevant
-  set is a random subset of that genre's items;
+  set is a random subset of that genre's other items;
 - ``n_x`` responders per request from a heavy-tailed count distribution (1 + negative binomial, mean
-  about 5.35 like Reddit-v2's test split, capped), each naming a few relevant items drawn by
-  popularity, so that most union items are named by exactly one responder.
+  about 5.35 like Reddit-v2's test split, capped), each naming one or a few items: a relevant item drawn
+  by popularity, or, with probability ``offbeat_prob``, an *offbeat* pick (a personal favourite from
+  anywhere in the catalog). Most union items are then named by one responder only (about 75% with the
+  defaults; Reddit-v2: 92-95%), and one responder's items are a noisy view of what the request wants:
+  the responder draw that ReMaRk marginalises out.
+
+Defaults are tuned for ``remark demo`` on 2 CPU cores: 48 items (8 genres x 6) are few enough that a
+~1M-parameter model learns the catalog (titles *and* years) in a few hundred SFT steps, and relevant sets
+cover the requested genre, so what RL can still learn after the warm-up is which items a genre's
+requests want (and to leave out the seed items and the offbeat ones). Departure from real threads: the
+relevant set is a function of the genre named in the prompt, so the best possible list is knowable from
+the prompt; on Reddit it is not.
 
 Nothing here is read from disk and everything is a pure function of the arguments (numpy ``Generator``
-seeded explicitly). The titles are made-up word combinations, so the tiny demo model must learn the
-catalog from the SFT warm-up, as a real model learns real titles in pre-training.
+seeded explicitly). The titles are made up, so the tiny model must learn the catalog from the SFT
+warm-up, as a real model learns real titles in pre-training.
 """
 
 from __future__ import annotations
@@ -103,67 +114,94 @@ def _catalog(rng: np.random.Generator, n_items: int) -> pl.DataFrame:
 def generate_world(
     *,
     n_requests: int = 400,
-    n_items: int = 480,
-    relevant_size: tuple[int, int] = (20, 40),
+    n_items: int = 48,
+    relevant_size: tuple[int, int] = (6, 10),
     mean_responders: float = 5.35,
     max_responders: int = 40,
-    mean_items_per_responder: float = 2.0,
+    mean_items_per_responder: float = 1.5,
+    offbeat_prob: float = 0.35,
+    popularity_power: float = 1.0,
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
     seed: int = 0,
 ) -> SyntheticWorld:
     """Generate a seeded multi-responder world.
 
-    Responder counts: n_x = 1 + NegBin(r=1.5, mean=mean_responders - 1), capped at ``max_responders``
-    (heavy-tailed like Reddit threads: many requests with 1-3 answers, a few with dozens). Items per
-    responder: 1 + Poisson(mean_items_per_responder - 1), drawn without replacement from the request's
-    latent relevant set with probability proportional to sqrt(popularity).
+    Each request names a genre and 1-2 seed items of it (``seen``). Its latent relevant set is a random
+    subset of that genre's other items (``relevant_size``, capped by the genre's size). Responder counts:
+    n_x = 1 + NegBin(r=1.5, mean=mean_responders - 1), capped at ``max_responders`` (heavy-tailed like
+    Reddit threads: many requests with 1-3 answers, a few with dozens). Items per responder:
+    1 + Poisson(mean_items_per_responder - 1). Each item is, with probability ``offbeat_prob``, an
+    *offbeat* pick (a personal favourite: any unseen catalog item outside the relevant set, uniformly),
+    else a relevant item drawn with probability proportional to popularity ** ``popularity_power``;
+    a responder never names an item twice. Offbeat picks are what makes most union items single-mention
+    in a small catalog, as on Reddit, and what makes one responder's items a noisy target.
     """
     if n_requests < 1 or n_items < 20:
         raise ValueError("generate_world needs n_requests >= 1 and n_items >= 20")
     if abs(sum(split_fractions) - 1.0) > 1e-9:
         raise ValueError(f"split_fractions must sum to 1, got {split_fractions}")
+    if not 0.0 <= offbeat_prob < 1.0:
+        raise ValueError(f"offbeat_prob must be in [0, 1), got {offbeat_prob}")
+    if mean_responders < 1.0 or mean_items_per_responder < 1.0:
+        raise ValueError("mean_responders and mean_items_per_responder must be >= 1")
     rng = np.random.default_rng(seed)
     catalog = _catalog(rng, n_items)
     genres = catalog["genre"].to_numpy()
     ids = catalog["item_id"].to_numpy()
+    titles = catalog["title"].to_list()
+    years = catalog["year"].to_list()
     pop = catalog["popularity"].to_numpy()
     genre_names = list(GENRES)
 
     # Negative binomial with mean m and shape r: p = r / (r + m).
     r_shape = 1.5
     extra_mean = mean_responders - 1.0
-    n_resp = 1 + rng.negative_binomial(r_shape, r_shape / (r_shape + extra_mean), size=n_requests)
-    n_resp = np.minimum(n_resp, max_responders)
+    if extra_mean > 0:
+        extra = rng.negative_binomial(r_shape, r_shape / (r_shape + extra_mean), size=n_requests)
+    else:
+        extra = np.zeros(n_requests, dtype=np.int64)
+    n_resp = np.minimum(1 + extra, max_responders)
     split_names = np.array(["train", "valid", "test"])
     splits = split_names[rng.choice(3, size=n_requests, p=list(split_fractions))]
 
     rows: dict[str, list] = {k: [] for k in ("request_id", "prompt", "responder_id", "title", "year", "seen")}
     rows["split"] = []
     relevant_rows: dict[str, list] = {"request_id": [], "relevant": []}
+    all_items = np.arange(n_items)
     for x in range(n_requests):
         genre = genre_names[rng.integers(len(genre_names))]
         pool = np.flatnonzero(genres == genre)
-        size = int(min(len(pool), rng.integers(relevant_size[0], relevant_size[1] + 1)))
-        relevant = rng.choice(pool, size=size, replace=False)
-        seed_items = rng.choice(pool, size=int(rng.integers(1, 3)), replace=False)
-        relevant = relevant[~np.isin(relevant, seed_items)]
+        seed_items = rng.choice(pool, size=int(min(len(pool) - 1, rng.integers(1, 3))), replace=False)
+        candidates = pool[~np.isin(pool, seed_items)]
+        size = int(min(len(candidates), rng.integers(relevant_size[0], relevant_size[1] + 1)))
+        relevant = rng.choice(candidates, size=size, replace=False)
+        offbeat = all_items[~np.isin(all_items, relevant) & ~np.isin(all_items, seed_items)]
         seeds_text = " and ".join(ids[i] for i in seed_items)
         text = REQUEST_TEMPLATES[rng.integers(len(REQUEST_TEMPLATES))].format(seeds=seeds_text, genre=genre)
+        prompt = [{"role": "user", "content": text}]
+        seen = [str(ids[i]) for i in seed_items]
         request_id = f"syn-{x:05d}"
         relevant_rows["request_id"].append(request_id)
         relevant_rows["relevant"].append([str(ids[i]) for i in relevant])
-        weights = np.sqrt(pop[relevant])
+        weights = pop[relevant] ** popularity_power
         weights = weights / weights.sum()
         for r in range(int(n_resp[x])):
-            m = int(min(len(relevant), 1 + rng.poisson(mean_items_per_responder - 1.0)))
-            named = rng.choice(relevant, size=m, replace=False, p=weights)
+            m = 1 + int(rng.poisson(mean_items_per_responder - 1.0))
+            named: list[int] = []
+            for _ in range(m):
+                if rng.random() < offbeat_prob:
+                    i = int(offbeat[rng.integers(len(offbeat))])
+                else:
+                    i = int(relevant[rng.choice(len(relevant), p=weights)])
+                if i not in named:
+                    named.append(i)
             for i in named:
                 rows["request_id"].append(request_id)
-                rows["prompt"].append([{"role": "user", "content": text}])
+                rows["prompt"].append(prompt)
                 rows["responder_id"].append(f"u{r}")
-                rows["title"].append(str(catalog["title"][int(i)]))
-                rows["year"].append(int(catalog["year"][int(i)]))
-                rows["seen"].append([str(ids[i]) for i in seed_items])
+                rows["title"].append(titles[i])
+                rows["year"].append(int(years[i]))
+                rows["seen"].append(seen)
                 rows["split"].append(str(splits[x]))
     threads = pl.DataFrame(
         rows,
@@ -185,6 +223,13 @@ def generate_world(
         "seed": seed,
         "n_requests": n_requests,
         "n_items": n_items,
+        "relevant_size": list(relevant_size),
+        "mean_responders": mean_responders,
+        "max_responders": max_responders,
+        "mean_items_per_responder": mean_items_per_responder,
+        "offbeat_prob": offbeat_prob,
+        "popularity_power": popularity_power,
+        "split_fractions": list(split_fractions),
     }
     relevant_df = pl.DataFrame(
         relevant_rows, schema={"request_id": pl.String, "relevant": pl.List(pl.String)}

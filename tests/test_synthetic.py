@@ -6,7 +6,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from data_prep.dataset import load_dataset
 from data_prep.synthetic import generate_world
+from remark.cli.main import main
 
 
 def test_same_seed_same_world_and_different_seed_differs():
@@ -23,23 +25,41 @@ def test_reddit_like_shape():
     assert 4.9 < n_x.mean() < 5.8  # Reddit-v2 test: ~5.35 responders per request
     assert n_x.min() == 1 and n_x.max() <= 40
     counts = th.group_by("request_id", "title", "year").agg(pl.col("responder_id").n_unique().alias("c"))
-    assert (counts["c"] == 1).mean() > 0.6  # most union items are named by exactly one responder
+    assert (counts["c"] == 1).mean() > 0.65  # most union items are named by exactly one responder
     assert set(th["split"].unique()) == {"train", "valid", "test"}
+    # a small catalog of 8 genres x 6 items by default: learnable by a ~1M-parameter model
+    assert w.catalog.height == 48 and (w.catalog.group_by("genre").len()["len"] == 6).all()
 
 
-def test_mentions_are_catalog_items_relevant_and_not_seen():
-    w = generate_world(n_requests=50, seed=1)
+def _mentions(w):
+    return w.threads.with_columns(item_id=pl.format("{} ({})", "title", "year")).join(
+        w.relevant, on="request_id"
+    )
+
+
+def test_mentions_are_unseen_catalog_items_relevant_or_offbeat():
+    w = generate_world(n_requests=300, seed=1)
     ids = set(w.catalog["item_id"])
+    genre = dict(zip(w.catalog["item_id"], w.catalog["genre"]))
     assert w.catalog["item_id"].n_unique() == w.catalog.height
-    th = w.threads.with_columns(item_id=pl.format("{} ({})", "title", "year"))
+    th = _mentions(w)
     assert set(th["item_id"]) <= ids
-    rel = dict(zip(w.relevant["request_id"], w.relevant["relevant"], strict=True))
+    relevant_share = 0.0
     for row in th.iter_rows(named=True):
-        assert row["item_id"] in rel[row["request_id"]]
         assert row["item_id"] not in row["seen"]
         assert set(row["seen"]) <= ids
+        relevant_share += row["item_id"] in row["relevant"]
+        # the relevant set and the seed items are of the genre the request names
+        genres = {genre[x] for x in row["relevant"] + row["seen"]}
+        assert len(genres) == 1 and genres.pop() in row["prompt"][0]["content"]
+    assert abs(relevant_share / th.height - (1 - 0.35)) < 0.05  # offbeat_prob = 0.35 of the picks
     # A responder names each item at most once.
     assert th.select("request_id", "responder_id", "item_id").is_duplicated().sum() == 0
+
+
+def test_without_offbeat_picks_every_mention_is_relevant():
+    th = _mentions(generate_world(n_requests=80, seed=2, offbeat_prob=0.0))
+    assert all(row["item_id"] in row["relevant"] for row in th.iter_rows(named=True))
 
 
 def test_bad_arguments():
@@ -47,3 +67,18 @@ def test_bad_arguments():
         generate_world(split_fractions=(0.5, 0.5, 0.5))
     with pytest.raises(ValueError, match="n_items"):
         generate_world(n_items=5)
+    with pytest.raises(ValueError, match="offbeat_prob"):
+        generate_world(offbeat_prob=1.0)
+
+
+def test_prep_synthetic_writes_a_dataset(tmp_path, capsys):
+    out = tmp_path / "syn"
+    assert main(["prep", "synthetic", "--out", str(out), "--n-requests", "60", "--seed", "5"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    ds = load_dataset(out)
+    assert ds.requests.height == 60 and ds.meta["source"] == "synthetic" and ds.meta["has_years"]
+    assert ds.meta["generator"]["seed"] == 5
+    assert main(["prep", "synthetic", "--out", str(out), "--input", "x.jsonl"]) == 2
+    assert "takes no --input" in capsys.readouterr().err
+    assert main(["prep", "protoqa", "--out", str(tmp_path / "p")]) == 2
+    assert "needs --input" in capsys.readouterr().err

@@ -3,6 +3,8 @@
 A thin layer over :mod:`data_prep` (readers, ``pool_threads``, ``write_dataset``). ``--input`` may be
 given several times, each optionally prefixed with the split its rows belong to (``train=PATH``), as
 for Rank-GRPO's time-split files; rows without a split are assigned one by a stable hash.
+``remark prep synthetic --out DIR [--n-requests N --n-items N --seed S]`` writes the embedded synthetic
+world (``data_prep.synthetic``) instead, with no input.
 """
 
 from __future__ import annotations
@@ -24,16 +26,23 @@ def add_parser(subparsers) -> None:
         help="build a pooled dataset (one row per request) from a source",
         description="Read SOURCE, ground every mention to the catalog, pool responders into one row per "
         "request, and write requests.parquet, responder_rows.parquet, catalog.parquet, meta.json and "
-        "stats.json to --out (atomically). Sources: " + "; ".join(f"{k}: {v[1]}" for k, v in SOURCES.items()),
+        "stats.json to --out (atomically). Sources: "
+        + "; ".join(f"{k}: {v[1]}" for k, v in SOURCES.items())
+        + "; synthetic: the embedded seeded multi-responder world (no --input).",
     )
-    p.add_argument("source", choices=list(SOURCES), metavar="SOURCE", help=", ".join(SOURCES))
+    choices = [*SOURCES, "synthetic"]
+    p.add_argument("source", choices=choices, metavar="SOURCE", help=", ".join(choices))
     p.add_argument(
         "--input",
         action="append",
-        required=True,
+        default=None,
         metavar="[SPLIT=]PATH",
-        help="input file; repeat for several; prefix with train=, valid= or test= to set their split",
+        help="input file (required except for synthetic); repeat for several; prefix with train=, valid= or "
+        "test= to set their split",
     )
+    p.add_argument("--n-requests", type=int, default=400, help="synthetic: requests (default 400)")
+    p.add_argument("--n-items", type=int, default=48, help="synthetic: catalog items (default 48)")
+    p.add_argument("--seed", type=int, default=0, help="synthetic: seed (default 0)")
     p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
     p.add_argument("--items", choices=["raw", "clusters"], default="raw", help="ProtoQA items (default raw)")
     p.add_argument(
@@ -80,7 +89,33 @@ def parse_fractions(text: str) -> list[tuple[str, float]]:
     return pairs
 
 
+def run_synthetic(args: argparse.Namespace) -> int:
+    """``remark prep synthetic``: the embedded world, pooled and written like any other source."""
+    from data_prep.stats import format_stats
+    from data_prep.synthetic import build_dataset
+
+    if args.input:
+        raise InputError("the synthetic source takes no --input", field="--input", hint="drop --input")
+    try:
+        ds = build_dataset(args.out, n_requests=args.n_requests, n_items=args.n_items, seed=args.seed)
+    except ValueError as err:
+        raise InputError(str(err), field="--n-requests/--n-items", hint="see `remark prep --help`") from err
+    stats = json.loads((args.out / "stats.json").read_text())
+    if args.json:
+        print(json.dumps(stats, indent=2))
+    else:
+        print(f"wrote {args.out} ({ds.requests.height} requests, {ds.responder_rows.height} responder rows)")
+        print(format_stats(stats))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.source == "synthetic":
+        return run_synthetic(args)
+    if not args.input:
+        raise InputError(
+            f"source {args.source!r} needs --input", field="--input", hint="pass --input PATH (repeatable)"
+        )
     from catalog.match import Matcher
     from catalog.table import load_catalog
     from data_prep.dataset import write_dataset
