@@ -9,6 +9,11 @@ Departures from TRL's defaults, on purpose:
 - Every rank-level option (reward scheme, K, matcher, sampling, filters, length shaping, rank-level
   ratio, validation, divergence guard) is a documented field, checked in ``__post_init__`` with an error
   that says what to change. ``load_config`` reads a flat YAML file whose keys are these fields.
+- The GRPO-family options TRL lacks (``advantage_baseline``, ``gmpo_level``, ``loss_aggregation``,
+  ``truncation``, ``refill_batch``; ``remark.algos.family``) are fields too, and combinations that
+  contradict each other or TRL's own loss options (a sequence-level ratio with a rank-level one, ``luspo``
+  without the sequence level, GMPO with a loss that has its own weight, ...) fail here, before any model
+  loads. Named recipes (``remark.recipes``) are sets of these fields.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ SAMPLING_MODES = ("uniform", "per_responder")
 SCALING_MODES = ("group", "batch", "none")
 MATCH_MODES = ("exact", "fuzzy")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
+#: TRL loss types built on the clipped surrogate min(r A, clip(r) A) (GMPO replaces r by its own ratio).
+CLIPPED_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+#: TRL loss types that sum token losses and divide by the generation batch's token count.
+TOKEN_SUM_LOSS_TYPES = ("dapo", "cispo")
+GMPO_LEVELS = ("rank", "sequence")
 #: The fewest completion tokens one "Title (Year)" line can take (a title token, the year, a newline).
 MIN_TOKENS_PER_LINE = 4
 
@@ -117,6 +127,60 @@ class RemarkGRPOConfig(GRPOConfig):
         },
     )
 
+    # --- the GRPO family (remark.algos.family; recipes in configs/recipes, docs/recipes.md) ----------
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": "Name of the recipe whose fields this run starts from (`remark train --recipe NAME`; a config "
+            "file may name one too). Recorded in remark_config.json."
+        },
+    )
+    advantage_baseline: str = field(
+        default="mean",
+        metadata={
+            "help": "What is subtracted from rank rewards: 'mean' (group mean, GRPO), 'rloo' (mean of the other "
+            "G - 1 lists, RLOO), 'batch' (mean of the rank over the batch, REINFORCE++)."
+        },
+    )
+    gmpo_level: str | None = field(
+        default=None,
+        metadata={
+            "help": "GMPO's geometric-mean objective: per-token log-ratios clipped in log space to [-epsilon, "
+            "epsilon_high] in the advantage's direction, averaged over each 'rank' (or the whole 'sequence'), "
+            "exponentiated, times the advantage; TRL's own clip is off. None = TRL's objective."
+        },
+    )
+    loss_aggregation: str = field(
+        default="token",
+        metadata={
+            "help": "'token': TRL's aggregation for loss_type; 'prompt': average over prompt groups of each "
+            "group's token mean (ScaleRL; needs loss_type dapo or cispo)."
+        },
+    )
+    truncation: str = field(
+        default="score",
+        metadata={
+            "help": "A list cut at max_completion_length: 'score' (as parsed) or 'interrupt' (ScaleRL's forced "
+            "interruption: ended at the cap, its cut last line earns 0). TRL's mask_truncated_completions "
+            "(DAPO's overlong filtering) drops it from the loss instead."
+        },
+    )
+    refill_batch: bool = field(
+        default=False,
+        metadata={
+            "help": "DAPO's dynamic sampling / Olmo 3's active sampling: replace zero-signal groups (and groups of "
+            "requests dropped by pass_rate_drop) by groups of further prompts until the batch is full. "
+            "Needs zero_signal_filter."
+        },
+    )
+    refill_max_rounds: int = field(
+        default=8,
+        metadata={
+            "help": "Extra generation rounds per batch at most; groups still missing then stay in the batch, "
+            "masked by the zero-signal filter."
+        },
+    )
+
     # --- validation and safety -------------------------------------------------------------------
     validation_steps: int = field(
         default=0,
@@ -160,6 +224,7 @@ class RemarkGRPOConfig(GRPOConfig):
     def __post_init__(self) -> None:
         validate_remark_fields(self)
         super().__post_init__()
+        validate_remark_layout(self)
 
 
 def _choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
@@ -228,6 +293,7 @@ def validate_remark_fields(cfg: RemarkGRPOConfig) -> None:
             field="rank_level_ratio",
             hint="set importance_sampling_level: token, or rank_level_ratio: false",
         )
+    _validate_family(cfg)
     if cfg.pass_rate_drop is not None and not 0.0 < cfg.pass_rate_drop <= 1.0:
         raise InputError(
             f"pass_rate_drop must be in (0, 1], got {cfg.pass_rate_drop}", field="pass_rate_drop"
@@ -243,34 +309,171 @@ def validate_remark_fields(cfg: RemarkGRPOConfig) -> None:
         )
 
 
+def _contradiction(message: str, field: str, hint: str) -> InputError:
+    return InputError(message, field=field, hint=hint)
+
+
+def _validate_family(cfg: RemarkGRPOConfig) -> None:
+    """Loss-family options: known names, and the combinations that contradict each other."""
+    from remark.algos import registry
+
+    _choice("advantage_baseline", cfg.advantage_baseline, registry.names("baseline"))
+    _choice("loss_aggregation", cfg.loss_aggregation, registry.names("aggregation"))
+    _choice("truncation", cfg.truncation, registry.names("truncation"))
+    if cfg.gmpo_level is not None:
+        _choice("gmpo_level", cfg.gmpo_level, GMPO_LEVELS)
+    if cfg.recipe is not None and not (
+        str(cfg.recipe).endswith((".yaml", ".yml")) and Path(cfg.recipe).is_file()
+    ):
+        from remark.recipes import recipe_names
+
+        _choice("recipe", cfg.recipe, recipe_names())
+    sequence = cfg.importance_sampling_level == "sequence"
+    if cfg.loss_type == "luspo" and not sequence:
+        raise _contradiction(
+            "loss_type 'luspo' scales a sequence-level loss by length and needs importance_sampling_level "
+            f"'sequence', got {cfg.importance_sampling_level!r}",
+            "importance_sampling_level",
+            "set importance_sampling_level: sequence (and rank_level_ratio: false), or pick another loss_type",
+        )
+    if cfg.rank_level_ratio and cfg.loss_type == "vespo":
+        raise _contradiction(
+            "rank_level_ratio has no effect with loss_type 'vespo' (it builds its own sequence weight from the "
+            "summed token log-ratios, which rank means leave unchanged)",
+            "rank_level_ratio",
+            "set rank_level_ratio: false, or pick a clipped loss_type (grpo, bnpo, dr_grpo, dapo) or cispo/sapo",
+        )
+    if cfg.gmpo_level is not None:
+        if cfg.loss_type not in CLIPPED_LOSS_TYPES:
+            raise _contradiction(
+                f"gmpo_level ({cfg.gmpo_level!r}) replaces the clipped surrogate's ratio, but loss_type "
+                f"{cfg.loss_type!r} has its own importance weight",
+                "gmpo_level",
+                f"use loss_type one of {', '.join(CLIPPED_LOSS_TYPES)} (GMPO: grpo), or gmpo_level: null",
+            )
+        if sequence:
+            raise _contradiction(
+                "gmpo_level contradicts importance_sampling_level='sequence' (GMPO builds its own geometric-mean "
+                "ratio from clipped token log-ratios)",
+                "gmpo_level",
+                "set importance_sampling_level: token; use gmpo_level: sequence for a response-level mean",
+            )
+        if cfg.rank_level_ratio:
+            raise _contradiction(
+                "gmpo_level and rank_level_ratio both replace the token ratio; GMPO at the rank level is "
+                "gmpo_level: rank",
+                "rank_level_ratio",
+                "set rank_level_ratio: false",
+            )
+        if cfg.delta is not None:
+            raise _contradiction(
+                "delta (two-sided clip) is part of TRL's clipped surrogate, which gmpo_level switches off",
+                "delta",
+                "set delta: null",
+            )
+        if cfg.off_policy_mask_threshold is not None:
+            raise _contradiction(
+                "off_policy_mask_threshold would measure the KL on GMPO's clipped log-ratios, not the policy's",
+                "off_policy_mask_threshold",
+                "set off_policy_mask_threshold: null, or gmpo_level: null",
+            )
+    if cfg.loss_type == "cispo" and (cfg.epsilon_high is None or cfg.epsilon_high <= 1.0):
+        raise _contradiction(
+            "loss_type 'cispo' caps the importance weight at epsilon_high itself (an absolute bound, not 1 + eps), "
+            f"so epsilon_high must be > 1, got {cfg.epsilon_high}",
+            "epsilon_high",
+            "set epsilon_high: 5.0 (ScaleRL's eps_max)",
+        )
+    if cfg.loss_aggregation == "prompt" and cfg.loss_type not in TOKEN_SUM_LOSS_TYPES:
+        raise _contradiction(
+            f"loss_aggregation 'prompt' weights token sums normalised by the batch's token count, but loss_type "
+            f"{cfg.loss_type!r} normalises differently",
+            "loss_aggregation",
+            f"use loss_type one of {', '.join(TOKEN_SUM_LOSS_TYPES)}, or loss_aggregation: token",
+        )
+    if cfg.advantage_baseline == "batch" and cfg.reward_scheme == "responder_rb":
+        raise _contradiction(
+            "advantage_baseline 'batch' would average the padded responders of responder_rb into the batch mean",
+            "advantage_baseline",
+            "use advantage_baseline: mean or rloo with responder_rb",
+        )
+    if cfg.refill_batch and not cfg.zero_signal_filter:
+        raise _contradiction(
+            "refill_batch replaces zero-signal groups, so it needs zero_signal_filter: true",
+            "refill_batch",
+            "set zero_signal_filter: true (or refill_batch: false)",
+        )
+    if cfg.refill_max_rounds < 1:
+        raise InputError(
+            f"refill_max_rounds must be >= 1, got {cfg.refill_max_rounds}", field="refill_max_rounds"
+        )
+    if cfg.truncation == "interrupt" and cfg.mask_truncated_completions:
+        raise _contradiction(
+            "truncation 'interrupt' scores truncated lists, mask_truncated_completions drops them from the loss",
+            "truncation",
+            "pick one: truncation: interrupt (ScaleRL) or mask_truncated_completions: true (DAPO)",
+        )
+    if cfg.off_policy_mask_threshold is not None and cfg.off_policy_mask_threshold <= 0:
+        raise InputError(
+            f"off_policy_mask_threshold must be > 0, got {cfg.off_policy_mask_threshold}",
+            field="off_policy_mask_threshold",
+            hint="DeepSeek-V3.2's delta, e.g. 0.5; null turns the mask off",
+        )
+
+
+def validate_remark_layout(cfg: RemarkGRPOConfig) -> None:
+    """Checks that need TRL's resolved batch layout (after ``GRPOConfig.__post_init__``)."""
+    if not cfg.refill_batch or cfg.world_size == 1:
+        return
+    local = cfg.per_device_train_batch_size * cfg.steps_per_generation
+    if local % cfg.num_generations:
+        raise InputError(
+            f"refill_batch on {cfg.world_size} processes needs each process's generation batch "
+            f"({cfg.per_device_train_batch_size} x {cfg.steps_per_generation} steps_per_generation = {local}) "
+            f"to hold whole groups of num_generations={cfg.num_generations}",
+            field="per_device_train_batch_size",
+            hint="make per_device_train_batch_size * steps_per_generation a multiple of num_generations",
+        )
+
+
 def config_field_names() -> list[str]:
     return [f.name for f in fields(RemarkGRPOConfig)]
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RemarkGRPOConfig:
-    """Read a flat YAML file of ``RemarkGRPOConfig`` fields (plus ``overrides``) and validate it.
-
-    Unknown keys are an error naming the file and suggesting the closest field.
-    """
+def read_config_values(path: str | Path) -> dict[str, Any]:
+    """The mapping of fields in a flat YAML config file (not yet validated); errors name the file and line."""
     import yaml
 
-    values: dict[str, Any] = {}
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("config file not found", path=path)
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        line = getattr(getattr(err, "problem_mark", None), "line", None)
+        raise InputError(f"not valid YAML: {err}", path=path, row=None if line is None else line + 1) from err
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise InputError("expected a mapping of config fields at the top level", path=path)
+    return loaded
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    base: dict[str, Any] | None = None,
+) -> RemarkGRPOConfig:
+    """Read a flat YAML file of ``RemarkGRPOConfig`` fields (plus ``overrides``) and validate it.
+
+    ``base`` (a recipe's fields, ``remark.recipes``) comes first, the file on top, ``overrides`` last.
+    Unknown keys are an error naming the file and suggesting the closest field.
+    """
+    values: dict[str, Any] = dict(base or {})
     if path is not None:
         path = Path(path)
-        if not path.is_file():
-            raise InputError("config file not found", path=path)
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            line = getattr(getattr(err, "problem_mark", None), "line", None)
-            raise InputError(
-                f"not valid YAML: {err}", path=path, row=None if line is None else line + 1
-            ) from err
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise InputError("expected a mapping of config fields at the top level", path=path)
-        values.update(loaded)
+        values.update(read_config_values(path))
     values.update(overrides or {})
     known = set(config_field_names())
     for key in values:

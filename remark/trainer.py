@@ -19,6 +19,18 @@ Filters: ``zero_signal_filter`` drops groups whose G reward vectors are all equa
 normaliser); ``pass_rate_drop`` stops training on a request once a group's mean rank reward reaches the
 threshold (its rows are masked from then on; they are still generated, since TRL's sampler is fixed).
 
+The GRPO family (``remark.algos.family``, recipes in ``configs/recipes``): the baseline, the loss
+aggregation weights (passed to TRL's loss as its loss-only ``tool_mask``) and the truncation rule are
+registered functions picked by name; GMPO's objective enters through the log-probabilities like the
+rank-level ratio, with TRL's clip bounds set to infinity for that call. ``refill_batch`` (DAPO's dynamic
+sampling, Olmo 3's active sampling): after scoring, groups with no signal (or of dropped requests) are
+replaced by groups generated from further prompts, drawn from a second shuffled pass over the training
+set (TRL's ``RepeatSampler`` with seed ``seed + 1``), until the batch is full or ``refill_max_rounds``
+rounds are spent; the kept rows are concatenated (padded to common widths) and the rank advantages are
+computed once, on the final batch. Each process refills its own groups (a process's generation batch
+must hold whole groups), and every process runs the same number of rounds. The refill stream restarts
+on resume (it is not checkpointed).
+
 Departures from Rank-GRPO's trainer (a full copy of TRL 0.21's, patched into site-packages): ranks
 come from the parser's line spans, not from counting newlines; the newline ending line K and the end
 token never inherit a rank's advantage; rewards of every scheme share one code path.
@@ -26,6 +38,9 @@ token never inherit a rank's advantage; rewards of every scheme share one code p
 
 from __future__ import annotations
 
+import logging
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -33,11 +48,40 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 
 from catalog.table import Catalog
-from remark.algos import rank_advantages, token_advantages
-from remark.algos.ratios import rank_level_logps
+from remark.algos import get, rank_advantages, token_advantages, zero_signal_groups
+from remark.algos.family import gmpo_clip_log_ratio
 from remark.checkpoint import SafeCheckpointMixin
 from remark.config import RemarkGRPOConfig
 from remark.scoring import RankScorer, ScoredRows
+
+logger = logging.getLogger(__name__)
+
+#: Per-row tensors of TRL's batch that the refill concatenates: key -> (side padded, pad value; None = pad id).
+_ROW_KEYS = {
+    "prompt_ids": ("left", None),
+    "prompt_mask": ("left", 0),
+    "completion_ids": ("right", None),
+    "completion_mask": ("right", 0),
+    "old_per_token_logps": ("right", 0.0),
+    "ref_per_token_logps": ("right", 0.0),
+    "sampling_per_token_logps": ("right", 0.0),
+    "importance_sampling_ratio": ("right", 1.0),
+    "tool_mask": ("right", 1),
+}
+
+
+@dataclass
+class _Round:
+    """One generation round's local rows: TRL's batch, the dataset rows and the rank scoring."""
+
+    out: dict[str, Any]
+    inputs: list[dict[str, Any]]
+    rewards: torch.Tensor  # local (R, K) or (R, N, K)
+    mask_RN: torch.Tensor | None
+    rank_RT: torch.Tensor
+    n_lines_R: torch.Tensor
+    end_R: torch.Tensor
+    stats: dict[str, float]
 
 
 class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
@@ -60,6 +104,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         self._catalog = catalog
         self._scored: ScoredRows | None = None
         self._dropped: set[str] = set()
+        self._refill_stream: Any = None
 
         def rank_reward(completion_ids, **columns):
             return self._score_rows(completion_ids, columns)
@@ -86,6 +131,12 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             eos_token_ids=self.eos_token_ids,
             seed=args.seed,
         )
+        if args.vllm_importance_sampling_correction and not args.use_vllm:
+            logger.info(
+                "vllm_importance_sampling_correction (%s) is a no-op: generation uses transformers, whose sampling "
+                "log-probs are the policy's own",
+                args.vllm_importance_sampling_mode,
+            )
 
     # -- step 1: rank rewards, computed once per local batch ---------------------------------------------
     def _score_rows(self, completion_ids: list[list[int]], columns: dict[str, list]) -> list[float]:
@@ -104,48 +155,177 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             step=self.state.global_step,
             max_responders=max_n,
         )
-        return self._scored.scalar_rewards()
+        scored = self._scored
+        cut_R = (scored.end_R < 0) & torch.tensor(
+            [not t.endswith("\n") for t in scored.texts], dtype=torch.bool
+        )
+        scored.rewards = get("truncation", self.args.truncation)(
+            scored.rewards, last_rank_R=scored.n_lines_R.to(torch.int64) - 1, cut_R=cut_R
+        )
+        return scored.scalar_rewards()
 
-    # -- step 2: per-token advantages -------------------------------------------------------------------
+    # -- step 2: per-token advantages (after refilling zero-signal groups when asked) -----------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        mode = "train" if self.model.training else "eval"
+        first = self._generate_round(inputs)
+        rounds = [first]
+        selected = [(0, r) for r in range(len(inputs))]
+        if self.args.refill_batch and mode == "train":
+            rounds, selected = self._refill(rounds)
+        return self._finish_batch(rounds, selected, mode)
+
+    def _generate_round(self, inputs: list[dict[str, Any]]) -> _Round:
+        """TRL's generation and scoring of ``inputs`` (which calls our reward function), kept with its scores."""
         out = super()._generate_and_score_completions(inputs)
         scored, self._scored = self._scored, None
         if scored is None:
             raise RuntimeError("the rank reward function did not run: remark's reward must be the only one")
+        device = self.accelerator.device
+        rank_RT = _pad_width(scored.rank_RT.to(device), out["completion_ids"].shape[1], -1)
+        mask_RN = scored.enc.responder_mask_RN.to(device) if scored.rewards.ndim == 3 else None
+        return _Round(
+            out=out,
+            inputs=list(inputs),
+            rewards=scored.rewards.to(device),
+            mask_RN=mask_RN,
+            rank_RT=rank_RT,
+            n_lines_R=scored.n_lines_R.to(device),
+            end_R=scored.end_R.to(device),
+            stats=scored.stats(self.args.num_ranks),
+        )
+
+    def _group_keep(self, rnd: _Round, group: int) -> torch.Tensor:
+        """Which local groups of a round carry signal and belong to no dropped request (bool, n_local / G)."""
+        all_rewards = gather(rnd.rewards)
+        zero_B = zero_signal_groups(all_rewards, group_size=group)
+        n_local = len(rnd.inputs)
+        local = slice(
+            self.accelerator.process_index * n_local, (self.accelerator.process_index + 1) * n_local
+        )
+        keep_R = ~zero_B.repeat_interleave(group)[local]
+        if self.args.pass_rate_drop is not None:
+            rewards_RK = all_rewards if all_rewards.ndim == 2 else all_rewards.amax(1)
+            keep_R &= self._update_dropped(
+                rnd.inputs, rewards_RK.view(-1, group, rewards_RK.shape[-1]), local, group
+            )
+        return keep_R.view(-1, group).all(1)
+
+    def _refill(self, rounds: list[_Round]) -> tuple[list[_Round], list[tuple[int, int]]]:
+        """Replace groups without signal by groups of further prompts until every process's batch is full.
+
+        Returns the rounds and the (round, local row) pairs of the final batch, in order. Groups of G
+        consecutive local rows must not straddle processes (``validate_remark_layout``).
+        """
+        group = self.num_generations
+        n_local = len(rounds[0].inputs)
+        need = n_local // group
+        kept: list[tuple[int, int]] = []  # (round, local group)
+        spare: list[tuple[int, int]] = []
+        n_prompts = 0
+        for i in range(1 + self.args.refill_max_rounds):
+            if i > 0:
+                short = torch.tensor([float(len(kept) < need)], device=self.accelerator.device)
+                if self.accelerator.gather(short).sum().item() == 0:
+                    break
+                new_inputs = self._refill_inputs(n_local, group)
+                n_prompts += len(new_inputs) // group
+                rounds.append(self._generate_round(new_inputs))
+            keep_B = self._group_keep(rounds[i], group).tolist()
+            for b, ok in enumerate(keep_B):
+                (kept if ok and len(kept) < need else spare).append((i, b))
+        n_rounds = len(rounds) - 1
+        chosen = kept + spare[: need - len(kept)]  # still short: zero-signal groups, masked later
+        metrics = self._metrics["train"]
+        metrics["train/refill_rounds"].append(float(n_rounds))
+        metrics["train/refill_prompts"].append(
+            self.accelerator.gather(torch.tensor([float(n_prompts)], device=self.accelerator.device))
+            .sum()
+            .item()
+        )
+        metrics["train/refill_short_groups"].append(
+            self.accelerator.gather(torch.tensor([float(need - len(kept))], device=self.accelerator.device))
+            .sum()
+            .item()
+        )
+        return rounds, [(i, b * group + g) for i, b in chosen for g in range(group)]
+
+    def _refill_inputs(self, n_local: int, group: int) -> list[dict[str, Any]]:
+        """This process's next n_local rows (n_local / G prompts x G) from the refill stream.
+
+        Every process walks the same stream (same seed) and takes its slice, skipping dropped requests.
+        """
+        if self._refill_stream is None:
+            from trl.trainer.utils import RepeatSampler
+
+            sampler = RepeatSampler(self.train_dataset, mini_repeat_count=1, seed=self.args.seed + 1)
+
+            def stream():
+                while True:
+                    yield from sampler
+
+            self._refill_stream = stream()
+        n_global = n_local * self.accelerator.num_processes // group
+        picked: list[int] = []
+        skipped = 0
+        while len(picked) < n_global:
+            idx = next(self._refill_stream)
+            if self.train_dataset[idx]["request_id"] in self._dropped and skipped < len(self.train_dataset):
+                skipped += 1
+                continue
+            picked.append(idx)
+        per_process = n_local // group
+        mine = picked[
+            self.accelerator.process_index * per_process : (self.accelerator.process_index + 1) * per_process
+        ]
+        return [self.train_dataset[i] for i in mine for _ in range(group)]
+
+    def _finish_batch(
+        self, rounds: list[_Round], selected: list[tuple[int, int]], mode: str
+    ) -> dict[str, Any]:
+        """Rank advantages, per-token advantages, filters and aggregation weights on the final local batch."""
         args = self.args
-        mode = "train" if self.model.training else "eval"
         group = self.num_generations if mode == "train" else self.num_generations_eval
         device = self.accelerator.device
+        merged = not (len(rounds) == 1 and selected == [(0, r) for r in range(len(rounds[0].inputs))])
+        if not merged:
+            rnd = rounds[0]
+            out, inputs = rnd.out, rnd.inputs
+            rewards, mask_RN, rank_RT, n_lines_R, end_R = (
+                rnd.rewards,
+                rnd.mask_RN,
+                rnd.rank_RT,
+                rnd.n_lines_R,
+                rnd.end_R,
+            )
+        else:
+            out, inputs, rewards, mask_RN, rank_RT, n_lines_R, end_R = _merge_rounds(
+                rounds, selected, self._tokenizer.pad_token_id
+            )
         n_local = len(inputs)
 
-        rewards = scored.rewards.to(device)
         all_rewards = gather(rewards)
-        mask_RN = None
-        if rewards.ndim == 3:
-            mask_RN = gather(scored.enc.responder_mask_RN.to(device))
+        all_mask_RN = gather(mask_RN) if mask_RN is not None else None
         adv_all = rank_advantages(
             all_rewards,
             group_size=group,
             mode=args.advantage_scaling,
             eps=args.advantage_eps,
-            mask_RN=mask_RN,
+            baseline=args.advantage_baseline,
+            mask_RN=all_mask_RN,
         )
         rewards_RK = all_rewards if all_rewards.ndim == 2 else all_rewards.amax(1)
         b, k = rewards_RK.shape[0] // group, rewards_RK.shape[1]
         rewards_BGK = rewards_RK.view(b, group, k)
-        zero_signal_B = (rewards_BGK == rewards_BGK[:, :1]).all(-1).all(-1)
+        zero_signal_B = zero_signal_groups(all_rewards, group_size=group)
 
         start = self.accelerator.process_index * n_local
         local = slice(start, start + n_local)
-        adv_RK = adv_all[local]
-        T = out["completion_ids"].shape[1]
-        rank_RT = _pad_width(scored.rank_RT.to(device), T, -1)
         completion_mask = out["completion_mask"]
         adv_RT = token_advantages(
-            adv_RK,
+            adv_all[local],
             rank_RT,
-            n_lines_R=scored.n_lines_R.to(device),
-            end_R=scored.end_R.to(device),
+            n_lines_R=n_lines_R,
+            end_R=end_R,
             mask_RT=completion_mask,
             overflow_penalty=args.overflow_penalty,
             complete_bonus=args.eos_complete_bonus,
@@ -160,12 +340,22 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         if not keep_R.all():
             out["completion_mask"] = completion_mask * keep_R[:, None].to(completion_mask.dtype)
             adv_RT = adv_RT * keep_R[:, None].to(adv_RT.dtype)
-            kept_tokens = (out["completion_mask"] * out.get("tool_mask", 1)).sum()
-            out["num_items_in_batch"] = self.accelerator.gather(kept_tokens).sum()
+        loss_mask = out["completion_mask"] * out.get("tool_mask", 1)
+        out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        weight_R = get("aggregation", args.loss_aggregation)(gather(loss_mask.sum(1)), group_size=group)[
+            local
+        ]
+        out["tool_mask"] = out.get("tool_mask", torch.ones_like(completion_mask)) * weight_R[:, None].to(
+            device
+        )
         out["advantages"] = adv_RT
         out["rank_ids"] = rank_RT
 
-        self._log_rank_metrics(mode, scored, zero_signal_B, keep_R)
+        # statistics of the sampled batch (the policy's own), not of the refilled one
+        first_zero = (
+            zero_signal_groups(gather(rounds[0].rewards), group_size=group) if merged else zero_signal_B
+        )
+        self._log_rank_metrics(mode, rounds[0].stats, first_zero, keep_R)
         return out
 
     def _update_dropped(
@@ -180,10 +370,10 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         return torch.tensor([rid not in self._dropped for rid in local_ids], device=rewards_BGK.device)
 
     def _log_rank_metrics(
-        self, mode: str, scored: ScoredRows, zero_signal_B: torch.Tensor, keep_R: torch.Tensor
+        self, mode: str, stats: dict[str, float], zero_signal_B: torch.Tensor, keep_R: torch.Tensor
     ) -> None:
+        """Rank statistics and zero-signal fraction of the sampled batch (before refills); kept fraction."""
         prefix = "train" if mode == "train" else "eval"
-        stats = scored.stats(self.args.num_ranks)
         values = torch.tensor(list(stats.values()), device=self.accelerator.device)
         values = self.accelerator.gather(values[None]).mean(0)
         for name, v in zip(stats, values.tolist(), strict=True):
@@ -194,15 +384,39 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         if self.args.pass_rate_drop is not None:
             self._metrics[mode][f"{prefix}/dropped_requests"].append(float(len(self._dropped)))
 
-    # -- step 3: the rank-level importance ratio, and the log-ratio to the reference -------------------
+    # -- step 3: the ratio or objective through the log-probs, and the log-ratio to the reference ------
+    def _logps_transform(self, inputs: dict[str, Any], mode: str) -> Any:
+        """fn(logps, old) -> logps' for the rank-level ratio or GMPO's objective; None for TRL's own ratio."""
+        args = self.args
+        mask = inputs["completion_mask"]
+        if args.rank_level_ratio:
+            return lambda logps, old: get("ratio", "rank")(logps, old, inputs["rank_ids"], mask)
+        if args.gmpo_level is None:
+            return None
+        adv = inputs["advantages"]
+        adv = adv.unsqueeze(1).expand_as(mask) if adv.ndim == 1 else adv
+        segments = inputs["rank_ids"] if args.gmpo_level == "rank" else torch.zeros_like(inputs["rank_ids"])
+        clip = {"clip_low": self.epsilon_low, "clip_high": self.epsilon_high}
+
+        def gmpo(logps: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+            raw = (logps - old).detach()
+            clipped = (gmpo_clip_log_ratio(raw, adv, **clip) != raw).float()
+            total = self.accelerator.reduce(
+                torch.stack([(clipped * mask).sum(), mask.sum().float()]), reduction="sum"
+            )
+            self._metrics[mode]["gmpo/clip_frac"].append((total[0] / total[1].clamp(min=1)).item())
+            return get("objective", "gmpo")(logps, old, adv, segments, mask, **clip)
+
+        return gmpo
+
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        rank_level = self.args.rank_level_ratio
+        mode = "train" if self.model.training else "eval"
+        transform = self._logps_transform(inputs, mode)
         watch_ref = self.args.divergence_log_ratio is not None and "ref_per_token_logps" in inputs
-        if not (rank_level or watch_ref):
+        if transform is None and not watch_ref:
             return super()._compute_loss(model, inputs)
         inputs = dict(inputs)  # the buffered batch is reused across iterations: never mutate it
         mask = inputs["completion_mask"]
-        mode = "train" if self.model.training else "eval"
         original = self._get_per_token_logps_and_entropies
 
         def wrapped(*a, **kw):
@@ -215,20 +429,24 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
                 self._metrics[mode]["train/abs_log_ratio_ref"].append(
                     (total[0] / total[1].clamp(min=1)).item()
                 )
-            if not rank_level:
+            if transform is None:
                 return logps, entropies, aux
             old = inputs.get("old_per_token_logps")
             old = logps.detach() if old is None else old
-            new = rank_level_logps(logps, old, inputs["rank_ids"], mask)
+            new = transform(logps, old)
             if "ref_per_token_logps" in inputs:  # keep the KL term on the token log-probs
                 inputs["ref_per_token_logps"] = inputs["ref_per_token_logps"] + (new - logps)
             return new, entropies, aux
 
+        bounds = (self.epsilon_low, self.epsilon_high)
         self._get_per_token_logps_and_entropies = wrapped
+        if self.args.gmpo_level is not None:  # GMPO clipped in log space already: TRL's clip must not act
+            self.epsilon_low = self.epsilon_high = math.inf
         try:
             return super()._compute_loss(model, inputs)
         finally:
             del self._get_per_token_logps_and_entropies
+            self.epsilon_low, self.epsilon_high = bounds
 
 
 def _pad_width(x: torch.Tensor, width: int, value: int) -> torch.Tensor:
@@ -241,3 +459,65 @@ def _gather_strings(accelerator: Any, values: list[str]) -> list[str]:
     from accelerate.utils import gather_object
 
     return list(gather_object(values)) if accelerator.num_processes > 1 else list(values)
+
+
+def _pad_to(x: torch.Tensor, width: int, side: str, value: float) -> torch.Tensor:
+    if x.ndim < 2 or x.shape[1] >= width:
+        return x
+    pad = (width - x.shape[1], 0) if side == "left" else (0, width - x.shape[1])
+    return torch.nn.functional.pad(x, pad, value=value)
+
+
+def _merge_rounds(rounds: list[_Round], selected: list[tuple[int, int]], pad_id: int) -> tuple:
+    """The selected (round, row) pairs of several rounds as one batch, tensors padded to common widths."""
+    keys = set(rounds[0].out)
+    for rnd in rounds:
+        if set(rnd.out) != keys:
+            raise RuntimeError(f"generation rounds returned different keys: {sorted(set(rnd.out) ^ keys)}")
+    unknown = {
+        key
+        for key, v in rounds[0].out.items()
+        if isinstance(v, torch.Tensor) and v.ndim >= 1 and key not in _ROW_KEYS and key != "advantages"
+    }
+    if unknown or any(not isinstance(v, torch.Tensor) for key, v in rounds[0].out.items()):
+        raise RuntimeError(
+            f"refill_batch cannot merge batch entries {sorted(unknown) or 'that are not tensors'}"
+        )
+    by_round: dict[int, list[int]] = {}
+    for i, row in selected:
+        by_round.setdefault(i, []).append(row)
+    order = list(by_round)
+
+    def cat(tensors: list[torch.Tensor], side: str, value: float) -> torch.Tensor:
+        if tensors[0].ndim < 2:
+            return torch.cat(tensors)
+        width = max(t.shape[1] for t in tensors)
+        return torch.cat([_pad_to(t, width, side, value) for t in tensors])
+
+    def pick(get_tensor, side="right", value=0.0):
+        parts = []
+        for i in order:
+            rows = torch.tensor(by_round[i], device=rounds[i].rewards.device)
+            parts.append(get_tensor(rounds[i]).index_select(0, rows))
+        return cat(parts, side, value)
+
+    out = {}
+    for key in rounds[0].out:
+        if key in ("advantages", "num_items_in_batch"):
+            continue
+        side, value = _ROW_KEYS[key]
+        out[key] = pick(lambda rnd, key=key: rnd.out[key], side, pad_id if value is None else value)
+    inputs = [rounds[i].inputs[r] for i in order for r in by_round[i]]
+    rewards = [rnd.rewards for rnd in rounds]
+    if rewards[0].ndim == 3:  # responder_rb: pad the responder axis to the widest round
+        n = max(r.shape[1] for r in rewards)
+        for rnd in rounds:
+            extra = n - rnd.rewards.shape[1]
+            rnd.rewards = torch.nn.functional.pad(rnd.rewards, (0, 0, 0, extra))
+            rnd.mask_RN = torch.nn.functional.pad(rnd.mask_RN, (0, extra))
+    merged_rewards = pick(lambda rnd: rnd.rewards)
+    mask_RN = pick(lambda rnd: rnd.mask_RN) if rewards[0].ndim == 3 else None
+    rank_RT = pick(lambda rnd: rnd.rank_RT, "right", -1)
+    n_lines_R = pick(lambda rnd: rnd.n_lines_R)
+    end_R = pick(lambda rnd: rnd.end_R)
+    return out, inputs, merged_rewards, mask_RN, rank_RT, n_lines_R, end_R

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "diagnose": "remark.cli.diagnose",
     "sft": "remark.cli.sft",
     "train": "remark.cli.train",
+    "recipes": "remark.cli.recipes",
     "eval": "remark.cli.eval",
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",

@@ -3,11 +3,14 @@
 Examples::
 
     remark train --config configs/tiny_cpu.yaml                 # builds its own data and model, CPU
+    remark train --recipe dapo --config configs/recipes/runs/tiny_cpu.yaml   # a GRPO-family recipe
     remark train --config configs/remark.yaml --set max_steps=500 learning_rate=2e-6
     remark train --config configs/remark.yaml --resume            # latest checkpoint in output_dir
     accelerate launch --config_file configs/accelerate/multi_gpu.yaml -m remark.cli.main train --config ...
 
 The config is validated before any model loads; errors name the field and what to change.
+With ``--recipe NAME`` (``remark recipes`` lists them) the recipe's loss-family fields come first, the
+config file on top, ``--set`` last; the recipe fields they change are printed before training.
 """
 
 from __future__ import annotations
@@ -39,7 +42,14 @@ def add_parser(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", type=Path, required=True, help="YAML file of RemarkGRPOConfig fields")
+    p.add_argument(
+        "--config", type=Path, help="YAML file of RemarkGRPOConfig fields (required without --recipe)"
+    )
+    p.add_argument(
+        "--recipe",
+        metavar="NAME",
+        help="start from a GRPO-family recipe (`remark recipes`), or a recipe file; the config goes on top",
+    )
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="override config fields")
     p.add_argument(
         "--resume",
@@ -54,10 +64,18 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from remark.config import load_config
+    import sys
+
+    from catalog.errors import InputError
+    from remark.recipes import compose_config
     from remark.train import run_training
 
-    cfg = load_config(args.config, parse_overrides(args.set))
+    if args.config is None and args.recipe is None:
+        raise InputError("give --config FILE, --recipe NAME, or both", field="--config")
+    composed = compose_config(args.recipe, args.config, parse_overrides(args.set))
+    for line in composed.report():
+        print(line, file=sys.stderr)
+    cfg = composed.config
     resume = True if args.resume == "latest" else args.resume
     summary = run_training(cfg, resume=resume)
     if args.json:

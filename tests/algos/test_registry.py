@@ -8,7 +8,11 @@ def test_builtin_names():
     assert algos.names("reward") == ["marginal", "responder", "responder_rb", "union"]
     assert algos.names("scale") == ["batch", "group", "none"]
     assert algos.names("modifier") == ["log_decay"]
-    assert algos.names("baseline") == ["mean"]
+    assert algos.names("baseline") == ["batch", "mean", "rloo"]
+    assert algos.names("ratio") == ["rank"]
+    assert algos.names("objective") == ["gmpo"]
+    assert algos.names("aggregation") == ["prompt", "token"]
+    assert algos.names("truncation") == ["interrupt", "score"]
     assert algos.names("no-such-kind") == []
 
 
@@ -19,7 +23,9 @@ def test_unknown_name_lists_valid_names():
     ):
         algos.get("reward", "unoin")
     with pytest.raises(
-        ValueError, match=r"unknown kind 'rewards'; valid kinds: baseline, modifier, reward, scale"
+        ValueError,
+        match=r"unknown kind 'rewards'; valid kinds: aggregation, baseline, modifier, objective, ratio, reward, "
+        r"scale, truncation",
     ):
         algos.get("rewards", "union")
 
