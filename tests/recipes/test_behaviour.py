@@ -281,3 +281,14 @@ def test_olmo3_active_sampling_no_std_clip_higher_and_tis_no_op(trained, tmp_pat
             assert float(out["advantages"][r, sel][0]) == pytest.approx([0.5, -0.5, -0.5, 0.5][g])
     _, out, logps = last_batch(trainer)
     assert_loss_matches_reference(trainer, out, logps, shifted(logps))
+
+
+@pytest.mark.parametrize("name", ["cispo", "sapo", "dapo", "dr_grpo"])
+def test_the_rank_level_ratio_composes_with_token_losses(name, recipe_dataset, recipe_model_dir, tmp_path):
+    """rank_level_ratio on CISPO (weight clipped per rank), SAPO (gate per rank) and the token-sum losses:
+    the loss equals the loop reference with one ratio per rank, and differs from the token-level one."""
+    trainer, _ = one_step(name, recipe_dataset, recipe_model_dir, tmp_path, rank_level_ratio=True)
+    _, out, logps = last_batch(trainer)
+    old = shifted(logps, scale=2.5 if name == "cispo" else 0.6)
+    want = assert_loss_matches_reference(trainer, out, logps, old)
+    assert abs(want - reference_loss(out, logps, old, trainer=trainer, rank_level_ratio=False)) > 1e-5
