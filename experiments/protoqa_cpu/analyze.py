@@ -436,8 +436,9 @@ def analyze(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
             timings[name] = {
                 k: t[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "examples", "n_params") if k in t
             }
-    for p in sorted(out.glob("timings_*.json")):
-        timings[p.stem] = json.loads(p.read_text())
+    inv = out / "timings.jsonl"  # one line per run.py invocation (a re-run that reuses everything is short)
+    if inv.is_file():
+        timings["invocations"] = [json.loads(x) for x in inv.read_text().splitlines() if x.strip()]
     timings["load1_during_run"] = load_summary(out / "load.jsonl")
     S["timings"] = timings
 

@@ -515,7 +515,10 @@ def main(argv: list[str] | None = None) -> int:
         monitor.stop.set()
         timings["total_wall_s"] = time.monotonic() - t0
         timings["load_at_end"] = os.getloadavg()
-        write_json(out / f"timings_{a.stage}.json", timings)
+        timings["stage"] = a.stage
+        timings["finished_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        with (out / "timings.jsonl").open("a") as fh:  # one line per invocation, never overwritten
+            fh.write(json.dumps(timings) + "\n")
     log(f"{a.stage}: done in {timings['total_wall_s'] / 60:.1f} min; outputs in {out}")
     if a.stage in ("all", "analyze"):
         log(f"report: {out / 'analysis' / 'results.md'}")
