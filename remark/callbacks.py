@@ -5,7 +5,8 @@ validation split from the model being trained (``eval.generate.transformers_runn
 scored by the same functions as ``remark eval`` (``eval.views.score_lists``), so that training and
 evaluation never compute "the same" metric in two places. Each validation appends one line to
 ``<output_dir>/eval_log.jsonl`` and writes per-request values to ``<output_dir>/eval/step_XXXXXX.parquet``
-(docs/architecture.md, "Training eval log"), and keeps the best model by ``validation_metric`` in
+(docs/architecture.md, "Training eval log"); with ``num_samples`` sampled lists are scored too and
+written the same way under ``<output_dir>/sampled/`` (so every log tool reads them as a run), and keeps the best model by ``validation_metric`` in
 ``<output_dir>/best`` (``best.json`` says which step). ReMaRk can peak early (references.md), so the best
 checkpoint, not the last, is what a run hands to evaluation. On resume, log lines past the resumed step
 are dropped (they belong to the abandoned continuation) and the best so far is read back.
@@ -56,6 +57,9 @@ class ValidationCallback(TrainerCallback):
         max_requests: int | None = None,
         batch_size: int = 32,
         completions_per_step: int = 1,
+        num_samples: int = 0,
+        temperature: float = 1.0,
+        seed: int = 0,
     ) -> None:
         requests = dataset.requests.filter(pl.col("split") == split)
         if max_requests is not None:
@@ -75,7 +79,13 @@ class ValidationCallback(TrainerCallback):
         self.every = every
         self.metric = metric
         self.gen = GenerationConfig(
-            k=k, max_new_tokens=max_new_tokens, batch_size=batch_size, engine="transformers"
+            k=k,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            engine="transformers",
+            num_samples=num_samples,
+            temperature=temperature,
+            seed=seed,
         )
         self.completions_per_step = completions_per_step
         self.best: dict[str, Any] | None = None
@@ -89,17 +99,21 @@ class ValidationCallback(TrainerCallback):
         return Path(args.output_dir) / "eval_log.jsonl"
 
     def _restore(self, args: Any, step: int) -> None:
-        log = self._log_path(args)
+        for log in (self._log_path(args), Path(args.output_dir) / "sampled" / "eval_log.jsonl"):
+            self._truncate(log, step)
+        best = Path(args.output_dir) / "best" / "best.json"
+        if best.is_file():
+            self.best = json.loads(best.read_text())
+
+    def _truncate(self, log: Path, step: int) -> None:
+        """Drop log lines past ``step`` (an abandoned continuation); remember what was validated."""
         if log.is_file():
             kept = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
             kept = [x for x in kept if x["step"] <= step]
             with atomic_write(log) as tmp:
                 tmp.write_text("".join(json.dumps(x) + "\n" for x in kept))
-            self._wall_before = max((x["wall_s"] for x in kept), default=0.0)
-            self._done = {x["step"] for x in kept}
-        best = Path(args.output_dir) / "best" / "best.json"
-        if best.is_file():
-            self.best = json.loads(best.read_text())
+            self._wall_before = max([self._wall_before, *(x["wall_s"] for x in kept)])
+            self._done |= {x["step"] for x in kept}
 
     # -- hooks ---------------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
@@ -124,39 +138,60 @@ class ValidationCallback(TrainerCallback):
         if self.every and state.global_step % self.every == 0 and state.is_world_process_zero:
             self._validate(args, state, model, processing_class)
 
-    def measure(self, model: Any, tokenizer: Any) -> tuple[dict[str, float], pl.DataFrame]:
-        """Greedy lists for the validation requests -> (mean of each metric, per-request values)."""
+    def measure(
+        self, model: Any, tokenizer: Any, *, sampled: bool = False
+    ) -> tuple[dict[str, float], pl.DataFrame]:
+        """Lists for the validation requests -> (mean of each metric, per-request values).
+
+        Greedy by default; ``sampled`` scores ``num_samples`` lists per request at the temperature (a
+        request's value is the mean over its lists; ``list/distinct`` counts distinct items per list).
+        """
+        n = self.gen.num_samples if sampled else 1
         was_training = model.training
         model.eval()
         try:
             texts = render_prompts(tokenizer, self.requests["prompt"].to_list(), self.meta, self.k)
-            completions = [c[0] for c in transformers_runner(model, tokenizer, self.gen)(texts, 1, False)]
+            runs = transformers_runner(model, tokenizer, self.gen)(texts, n, sampled)
         finally:
             model.train(was_training)
-        _, ids = parse_and_ground(completions, self.matcher)
+        _, ids = parse_and_ground([c for per in runs for c in per], self.matcher)
         ks = tuple(sorted({k for k in (5, 10, 20) if k <= self.k} | {self.k}))
-        scored = score_lists(self.requests, ids, ks=ks, metrics=VALIDATION_METRICS, views=VIEWS)
+        scored = score_lists(
+            self.requests,
+            ids,
+            list_request=[i for i, per in enumerate(runs) for _ in per],
+            ks=ks,
+            metrics=VALIDATION_METRICS,
+            views=VIEWS,
+        )
         values = {k: v for k, v in weighted_means(scored.per_request, scored.keys).items() if v == v}
+        values["list/distinct"] = float(scored.per_request["list/distinct"].mean())
         return values, scored.per_request
+
+    def _record(self, root: Path, record: dict[str, Any], per_request: pl.DataFrame) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        with atomic_write(root / "eval" / f"step_{record['step']:06d}.parquet") as tmp:
+            per_request.write_parquet(tmp)
+        with (root / "eval_log.jsonl").open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
 
     def _validate(self, args: Any, state: Any, model: Any, tokenizer: Any) -> dict[str, float]:
         step = int(state.global_step)
         values, per_request = self.measure(model, tokenizer)
         wall = self._wall_before + time.monotonic() - self._t0
         n_gpu = max(1, int(getattr(args, "world_size", 1)))
-        record = {
+        stamp = {
             "step": step,
             "samples": step * self.completions_per_step,
             "gpu_hours": wall * n_gpu / 3600.0,
             "wall_s": wall,
-            **values,
         }
         out = Path(args.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out / "eval" / f"step_{step:06d}.parquet") as tmp:
-            per_request.write_parquet(tmp)
-        with self._log_path(args).open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
+        self._record(out, {**stamp, **values}, per_request)
+        if self.gen.num_samples:
+            sampled, per_request_s = self.measure(model, tokenizer, sampled=True)
+            self._record(out / "sampled", {**stamp, **sampled}, per_request_s)
+            values.update({f"sampled/{k.removeprefix('eval/')}": v for k, v in sampled.items()})
         self._done.add(step)
         value = values.get(self.metric)
         if value is not None and (self.best is None or value > self.best["value"]):

@@ -196,11 +196,49 @@ class RemarkGRPOConfig(GRPOConfig):
     validation_batch_size: int = field(
         default=32, metadata={"help": "Prompts per generation batch in validation."}
     )
+    validation_data_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Validate against another prepared dataset (e.g. held-out responders of the same requests, "
+            "data_prep.holdout); default: data_dir."
+        },
+    )
+    validation_num_samples: int = field(
+        default=0,
+        metadata={
+            "help": "Also score N sampled lists per request at validation_temperature (small models' greedy lists "
+            "repeat one item: docs/experiments pitfall 1); written under <output_dir>/sampled/ in the same format."
+        },
+    )
+    validation_temperature: float = field(
+        default=1.0, metadata={"help": "Temperature of sampled validation."}
+    )
     divergence_kl: float | None = field(
         default=None, metadata={"help": "Stop (keeping the best checkpoint) when the logged KL exceeds this."}
     )
     divergence_log_ratio: float | None = field(
         default=None, metadata={"help": "Stop when the mean |log ratio| to the reference exceeds this."}
+    )
+
+    # --- online group-size adaptation (remark.planning.adaptive) -------------------------------
+    group_size_profile: str | None = field(
+        default=None,
+        metadata={
+            "help": "Cost profile JSON (bench/gpu_check.py): enables the group-size advisor, which re-plans G from "
+            "live pass rates, logs plan/recommended_G and writes it into checkpoints (applied on resume)."
+        },
+    )
+    group_size_memory_budget_gb: float | None = field(
+        default=None, metadata={"help": "Memory budget (GB) for the group-size advisor."}
+    )
+    group_size_every: int = field(default=50, metadata={"help": "Steps between group-size recommendations."})
+    group_size_candidates: list[int] | None = field(
+        default=None,
+        metadata={"help": "G values the advisor may recommend (default: divisors of the batch)."},
+    )
+    adapt_group_size: bool = field(
+        default=True,
+        metadata={"help": "On resume, use the checkpoint's recommended G (requests per step kept fixed)."},
     )
 
     # --- tiny CPU runs ---------------------------------------------------------------------------
@@ -298,6 +336,24 @@ def validate_remark_fields(cfg: RemarkGRPOConfig) -> None:
         raise InputError(
             f"pass_rate_drop must be in (0, 1], got {cfg.pass_rate_drop}", field="pass_rate_drop"
         )
+    if cfg.validation_num_samples < 0 or (cfg.validation_num_samples and cfg.validation_temperature <= 0):
+        raise InputError(
+            "validation_num_samples must be >= 0, with validation_temperature > 0 when sampling",
+            field="validation_num_samples",
+        )
+    if cfg.group_size_profile is not None:
+        if cfg.group_size_memory_budget_gb is None or cfg.group_size_memory_budget_gb <= 0:
+            raise InputError(
+                "the group-size advisor needs a memory budget",
+                field="group_size_memory_budget_gb",
+                hint="set group_size_memory_budget_gb (GB), or remove group_size_profile",
+            )
+        if not Path(cfg.group_size_profile).is_file():
+            raise InputError(
+                "cost profile not found", path=cfg.group_size_profile, field="group_size_profile"
+            )
+        if cfg.group_size_every < 1:
+            raise InputError("group_size_every must be >= 1", field="group_size_every")
     if cfg.validation_steps < 0:
         raise InputError("validation_steps must be >= 0", field="validation_steps")
     parts = cfg.validation_metric.split("/")

@@ -49,7 +49,11 @@ def _pad_list(
     out = [x for x in dict.fromkeys(items) if x not in banned][:k]
     taken = set(out) | banned
     if len(out) < k:
-        order = rng.choice(len(pool), size=len(pool), replace=False, p=weights)
+        # Weighted sampling without replacement by Gumbel-top-k: order by log w + Gumbel noise. Items of
+        # weight 0 come last instead of making the draw fail (numpy's choice refuses too few non-zero p).
+        with np.errstate(divide="ignore"):
+            keys = np.log(weights) + rng.gumbel(size=len(pool))
+        order = np.argsort(-keys, kind="stable")
         out += [x for x in pool[order] if x not in taken][: k - len(out)]
     return out
 

@@ -92,6 +92,53 @@ def build_tiny_assets(cfg: RemarkGRPOConfig) -> tuple[Path, Path]:
     return data_dir, sft_dir
 
 
+def _valid_group_sizes(cfg: RemarkGRPOConfig, limit: int = 64) -> list[int]:
+    """G in 2..limit for which the same requests per step fill whole per-device batches (see resume)."""
+    requests = cfg.generation_batch_size // cfg.num_generations
+    per_step = cfg.world_size * cfg.steps_per_generation
+    return [g for g in range(2, limit + 1) if (requests * g) % per_step == 0]
+
+
+def latest_checkpoint(output_dir: str | Path) -> Path | None:
+    """The ``checkpoint-N`` directory with the largest N in ``output_dir`` (None when there is none)."""
+    found = [p for p in Path(output_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+def resume_group_size(cfg: RemarkGRPOConfig, checkpoint: Path) -> RemarkGRPOConfig:
+    """Apply a checkpoint's group-size recommendation (``remark.planning.adaptive``) before training resumes.
+
+    Requests per step stay fixed: the generation batch becomes requests x new G, spread over the same
+    processes and generation steps. When G changes, the data sampler's saved position no longer means
+    the same thing, so ``ignore_data_skip`` is set.
+    """
+    import dataclasses
+
+    from remark.planning.adaptive import resolve_group_size
+
+    group, note = resolve_group_size(cfg.num_generations, checkpoint, adapt=cfg.adapt_group_size)
+    print(note)
+    if group == cfg.num_generations:
+        return cfg
+    requests = cfg.generation_batch_size // cfg.num_generations
+    per_step = cfg.world_size * cfg.steps_per_generation
+    if (requests * group) % per_step:
+        raise InputError(
+            f"{requests} requests x G = {group} completions do not split over {cfg.world_size} process(es) x "
+            f"{cfg.steps_per_generation} generation step(s)",
+            field="adapt_group_size",
+            hint="restrict group_size_candidates to such G, or set adapt_group_size: false",
+        )
+    return dataclasses.replace(
+        cfg,
+        num_generations=group,
+        per_device_train_batch_size=requests * group // per_step,
+        generation_batch_size=requests * group,
+        steps_per_generation=None,
+        ignore_data_skip=True,
+    )
+
+
 def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> dict[str, Any]:
     """Train with ``cfg``; ``resume`` is a checkpoint path, True (the latest in output_dir) or None."""
     from transformers import AutoTokenizer
@@ -104,6 +151,10 @@ def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> 
     if cfg.build_tiny is not None:
         data_dir, model_dir = build_tiny_assets(cfg)
         cfg.data_dir, cfg.model_name_or_path = str(data_dir), str(model_dir)
+    if resume is not None and cfg.group_size_profile is not None:
+        ckpt = latest_checkpoint(cfg.output_dir) if resume is True else Path(resume)
+        if ckpt is not None:
+            cfg = resume_group_size(cfg, ckpt)
     if not cfg.data_dir or not cfg.model_name_or_path:
         raise InputError(
             "data_dir and model_name_or_path are required", field="data_dir", hint="or use build_tiny"
@@ -114,9 +165,10 @@ def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> 
     callbacks: list[Any] = []
     if cfg.validation_steps:
         per_step = cfg.per_device_train_batch_size * cfg.world_size * cfg.gradient_accumulation_steps
+        valid_ds = load_dataset(cfg.validation_data_dir) if cfg.validation_data_dir else ds
         callbacks.append(
             ValidationCallback(
-                ds,
+                valid_ds,
                 split=cfg.valid_split,
                 k=cfg.num_ranks,
                 every=cfg.validation_steps,
@@ -126,6 +178,21 @@ def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> 
                 max_requests=cfg.validation_max_requests,
                 batch_size=cfg.validation_batch_size,
                 completions_per_step=per_step,
+                num_samples=cfg.validation_num_samples,
+                temperature=cfg.validation_temperature,
+                seed=cfg.seed,
+            )
+        )
+    if cfg.group_size_profile is not None:
+        from remark.planning.adaptive import GroupSizeAdvisor
+
+        callbacks.append(
+            GroupSizeAdvisor.from_profile(
+                cfg.group_size_profile,
+                memory_budget_gb=cfg.group_size_memory_budget_gb,
+                candidates=cfg.group_size_candidates or _valid_group_sizes(cfg),
+                every_n_steps=cfg.group_size_every,
+                current_G=cfg.num_generations,
             )
         )
     if cfg.divergence_kl is not None or cfg.divergence_log_ratio is not None:

@@ -131,6 +131,11 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             eos_token_ids=self.eos_token_ids,
             seed=args.seed,
         )
+        from remark.planning.adaptive import GroupSizeAdvisor
+
+        self._advisor = next(
+            (c for c in self.callback_handler.callbacks if isinstance(c, GroupSizeAdvisor)), None
+        )
         if args.vllm_importance_sampling_correction and not args.use_vllm:
             logger.info(
                 "vllm_importance_sampling_correction (%s) is a no-op: generation uses transformers, whose sampling "
@@ -320,6 +325,10 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
 
         start = self.accelerator.process_index * n_local
         local = slice(start, start + n_local)
+        if self._advisor is not None and mode == "train":  # online group-size planning (pass rates in [0, 1])
+            ids = _gather_strings(self.accelerator, [x["request_id"] for x in inputs])
+            scale = rewards_BGK.amax().clamp(min=1.0)
+            self._advisor.update_from_rewards(ids[::group], (rewards_BGK / scale).clamp(0.0, 1.0).cpu())
         completion_mask = out["completion_mask"]
         adv_RT = token_advantages(
             adv_all[local],

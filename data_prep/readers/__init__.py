@@ -84,7 +84,7 @@ def combine(parts: list[Threads], *, splits: list[str | None] | None = None) -> 
             .agg(
                 pl.col("title").first(),
                 pl.col("year").first(),
-                pl.col("aliases").flatten().unique().sort(),
+                pl.col("aliases").list.explode(keep_nulls=False, empty_as_null=False).unique().sort(),
                 pl.col("popularity").sum(),
             )
         )

@@ -144,3 +144,28 @@ def test_conflicting_splits_within_a_request_are_reported(tmp_path, matcher):
     pooled = pool_threads(threads, matcher, report=report)
     assert pooled["request_id"].to_list() == ["q2"]
     assert report.skipped["conflicting_split"] == 2
+
+
+def test_combine_merges_differing_catalogs_and_unites_aliases():
+    from catalog.table import Catalog
+    from data_prep.readers import combine
+    from data_prep.schema import Threads
+
+    def part(rows):
+        cat = Catalog.from_frame(pl.DataFrame(rows))
+        meta = {"source": "t", "domain": "answer", "has_years": False, "instruction_included": False}
+        return Threads(pl.DataFrame({"request_id": ["q"]}), cat, meta)
+
+    a = part(
+        {
+            "item_id": ["dog", "cat"],
+            "title": ["dog", "cat"],
+            "aliases": [["pup"], []],
+            "popularity": [2.0, 1.0],
+        }
+    )
+    b = part({"item_id": ["dog"], "title": ["dog"], "aliases": [["hound"]], "popularity": [3.0]})
+    merged = combine([a, b]).catalog.df.sort("item_id")
+    assert merged["item_id"].to_list() == ["cat", "dog"]
+    assert merged["aliases"].to_list() == [[], ["hound", "pup"]]
+    assert merged["popularity"].to_list() == [1.0, 5.0]

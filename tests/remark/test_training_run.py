@@ -142,3 +142,24 @@ def test_divergence_guard_stops_and_says_why(hand_dataset, hand_model_dir, tmp_p
     assert stopped["reason"] == "divergence"
     assert stopped["metric"] == "train/abs_log_ratio_ref"
     assert stopped["value"] > 1e-6
+
+
+def test_group_size_advisor_is_fed_and_writes_its_advice_into_checkpoints(
+    hand_dataset, hand_model_dir, tmp_path
+):
+    from remark.planning.adaptive import GroupSizeAdvisor, read_recommendation
+
+    prof = tmp_path / "profile.json"
+    points = [{"G": g, "peak_mem_gb": 10 + 2 * g, "step_s": 5 + 0.5 * g} for g in (2, 4, 8)]
+    prof.write_text(json.dumps({"device": "test", "model": "test", "points": points}))
+    advisor = GroupSizeAdvisor.from_profile(
+        prof, memory_budget_gb=40, candidates=(2, 4, 8), every_n_steps=1, min_units=4, current_G=4
+    )
+    cfg = config(tmp_path, max_steps=2, save_strategy="steps", save_steps=2)
+    trainer = trainer_for(cfg, hand_dataset, hand_model_dir, [advisor])
+    assert trainer._advisor is advisor
+    trainer.train()
+    rec = read_recommendation(tmp_path / "run" / "checkpoint-2")
+    assert rec is not None
+    assert rec["recommended_G"] in (2, 4, 8)
+    assert any("plan/recommended_G" in h for h in trainer.state.log_history)
