@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "eval": "remark.cli.eval",
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",
+    "demo": "remark.cli.demo",
 }
 
 
