@@ -740,11 +740,12 @@ def _train_diagnostics(run_dir: Path) -> dict[str, Any]:
         vals = [h[key] for h in steps if key in h and h[key] == h[key]]
         return float(np.mean(vals)) if vals else None
 
+    head, tail = steps[:10], steps[-10:]
     return {
         "steps": len(steps),
         "reward_mean": mean("reward"),
-        "reward_first": steps[0]["reward"] if steps else None,
-        "reward_last": steps[-1]["reward"] if steps else None,
+        "reward_first": float(np.mean([h["reward"] for h in head])) if head else None,
+        "reward_last": float(np.mean([h["reward"] for h in tail])) if tail else None,
         "zero_signal_frac_mean": mean("train/zero_signal_frac"),
     }
 
@@ -762,13 +763,43 @@ def _cell(cell: dict[str, Any] | None, scale: float = 1.0, digits: int = 3) -> s
     return f"{m:.{digits}f}{ci}"
 
 
-def _fraction(reach: dict[str, Any]) -> str:
+def _reach_sentence(a: str, b: str, reach: dict[str, Any], start: float) -> str:
+    """One steps-to-reach result as a sentence; ``start`` is the shared step-0 value of both runs."""
+    target = _num(reach["baseline_value"])
+    what = f"{b}'s step-{reach['baseline_step']} value ({target:.3f})"
     if not reach.get("reached"):
-        return "not reached within the run"
+        return f"{a} did not reach {what} within the run."
     f, lo, hi = _num(reach["fraction"]), _num(reach["ci_low"]), _num(reach["ci_high"])
     hi_s = "never, in some resamples" if not math.isfinite(hi) else f"{hi:.0%}"
     ci = f" (95% CI [{lo:.0%}, {hi_s}])" if math.isfinite(lo) else ""
-    return f"{f:.0%} of the steps (step {_num(reach['step']):.1f}){ci}"
+    text = f"{a} reached {what} in {f:.0%} of the steps (step {_num(reach['step']):.1f}){ci}."
+    if math.isfinite(start) and target <= start:
+        text += f" The target is not above the shared start ({start:.3f}), so this says nothing about speed."
+    return text
+
+
+def _headline(summary: dict[str, Any]) -> list[str]:
+    """The result in a few sentences, from the primary (first) validation metric and the test split."""
+    if not summary["steps_to_reach"]:
+        return []
+    lists, reach = next(iter(summary["steps_to_reach"].items()))
+    curves = summary["curves"][lists]
+    k = summary["settings"]["k"]
+    a, b = curves["remark"], curves["rank_grpo"]
+    r1 = reach["remark_reaches_rank_grpo"]
+    text = (
+        f"**In short.** Validation per-responder recall@{k} of {lists} lists went {_num(a['mean'][0]):.3f} -> "
+        f"{_num(a['mean'][-1]):.3f} with ReMaRk and {_num(b['mean'][0]):.3f} -> {_num(b['mean'][-1]):.3f} with "
+        f"Rank-GRPO in {summary['settings']['steps']} steps; "
+        + _reach_sentence("ReMaRk", "Rank-GRPO", r1, _num(a["mean"][0]))
+    )
+    cell = summary["paired"]["remark_vs_rank_grpo"].get(lists, {}).get("per_responder", {}).get(f"recall@{k}")
+    if cell:
+        text += (
+            f" On the test split, ReMaRk - Rank-GRPO = {_points(cell)} ({lists} lists, best checkpoints): "
+            f"{_verdict(cell, 'ReMaRk', 'Rank-GRPO')}."
+        )
+    return [text, ""]
 
 
 def report_markdown(summary: dict[str, Any]) -> str:
@@ -787,6 +818,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
         + (" -- **fast mode: tiny settings, numbers are meaningless**" if s["fast"] else "")
         + ".",
         "",
+        *_headline(summary),
         "## What ran",
         "",
         f"- Data: {summary['data']['description']}; {summary['data']['stats_line']}.",
@@ -848,14 +880,14 @@ def report_markdown(summary: dict[str, Any]) -> str:
     for lists, reach in summary["steps_to_reach"].items():
         r1, r2 = reach["remark_reaches_rank_grpo"], reach["rank_grpo_reaches_remark"]
         curves = summary["curves"][lists]
+        first = curves["remark"]
+        start = _num(first["mean"][0]) if first["x"] and first["x"][0] == 0 else float("nan")
         lines += [
             "",
             f"### {lists.capitalize()} lists: `{reach['metric']}` ({r1.get('n_requests')} validation requests)",
             "",
-            f"- ReMaRk reached Rank-GRPO's step-{r1['baseline_step']} value ({_num(r1['baseline_value']):.3f}) "
-            f"in {_fraction(r1)}.",
-            f"- Rank-GRPO reached ReMaRk's step-{r2['baseline_step']} value ({_num(r2['baseline_value']):.3f}) "
-            f"in {_fraction(r2)}.",
+            "- " + _reach_sentence("ReMaRk", "Rank-GRPO", r1, start),
+            "- " + _reach_sentence("Rank-GRPO", "ReMaRk", r2, start),
             "",
             f"![validation curves, {lists} lists]({summary['files']['plots'][lists]})",
             "",
@@ -876,20 +908,22 @@ def report_markdown(summary: dict[str, Any]) -> str:
         "",
         "## Training signal",
         "",
-        "| method | mean reward (sum of rank rewards) first -> last | zero-signal groups |",
+        "| method | training reward, first 10 steps -> last 10 steps | zero-signal groups |",
         "|---|---|---|",
     ]
     for m in METHODS:
         d = summary["runs"][m]["train"]
         zs = d["zero_signal_frac_mean"]
         lines.append(
-            f"| {names[m]} | {d['reward_first']:.2f} -> {d['reward_last']:.2f} | "
+            f"| {names[m]} | {_num(d['reward_first']):.2f} -> {_num(d['reward_last']):.2f} | "
             + (f"{zs:.0%} |" if zs is not None else "n/a |")
         )
     lines += [
         "",
-        "A zero-signal group is one where all G lists got the same rank rewards: it teaches nothing. Rank-GRPO "
-        "scores a list against one responder's few items, so more of its groups are flat (design.md).",
+        "The training reward is each method's own (the sum over ranks of its rank rewards: union hits for "
+        "ReMaRk, the drawn responder's hits for Rank-GRPO), so it is comparable within a row, not across rows. "
+        "A zero-signal group is one where all G lists got the same rank rewards: it teaches nothing. "
+        "Rank-GRPO scores a list against one responder's few items, so more of its groups are flat (design.md).",
         "",
         "## Timing",
         "",
