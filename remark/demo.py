@@ -47,6 +47,7 @@ import platform
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,8 +177,9 @@ def default_settings(
             sft_lr=1e-3,
             sft_scheduler="constant",
             sft_batch=32,
-            sft_copies=12,
+            sft_copies=16,
             learning_rate=1e-4,
+            steps=80,
         )
     if fast:
         s = dataclasses.replace(
@@ -499,9 +501,11 @@ def _sampled_validation_class():
 def rl_worker(config_path: str | Path) -> int:
     """Train one method from a JSON file of ``RemarkGRPOConfig`` fields (run in its own process).
 
-    The same pieces as ``remark train`` (``remark.train.run_training``) plus a progress file
-    (``progress.jsonl``: one line per step) that the parent process turns into a progress bar, and the
-    trainer's log history (``log_history.json``) for the report's diagnostics.
+    The same pieces as ``remark train`` (``remark.train.run_training``: ``training_dataset``,
+    ``RemarkGRPOTrainer``, the validation callback), assembled here because ``run_training`` takes no extra
+    callbacks and the demo needs two: sampled validation (``SampledValidation``) and a progress file
+    (``progress.jsonl``, one line per step) that the parent turns into a progress bar. Also writes the
+    trainer's log history (``log_history.json``) for the report, ``final/`` and ``train_summary.json``.
     """
     fields_ = json.loads(Path(config_path).read_text())
     threads = int(fields_.pop("_threads", 1))
@@ -593,11 +597,11 @@ def _start_worker(
         "HF_HUB_OFFLINE": "1",
         "PYTHONUNBUFFERED": "1",
     }
-    log = (run_dir / "worker.log").open("w")
     code = "import sys; from remark.demo import rl_worker; sys.exit(rl_worker(sys.argv[1]))"
-    return subprocess.Popen(
-        [sys.executable, "-c", code, str(cfg_path)], stdout=log, stderr=subprocess.STDOUT, env=env
-    )
+    with (run_dir / "worker.log").open("w") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-c", code, str(cfg_path)], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
 
 
 def _last_progress(run_dir: Path) -> dict[str, Any] | None:
@@ -1035,6 +1039,17 @@ def _notes(summary: dict[str, Any]) -> list[str]:
                     f"- Test per-responder {key}, {lists} lists: {a} - {b} = {_points(cell)}: "
                     f"{_verdict(cell, a, b)}."
                 )
+    lists = next(iter(summary["curves"]), None)
+    for m in METHODS if lists else ():
+        c = summary["curves"][lists][m]
+        means = [_num(v) for v in c["mean"]]
+        best = int(np.nanargmax(means)) if means and not all(math.isnan(v) for v in means) else None
+        if best is not None and means[best] - means[-1] > max(0.005, 0.1 * (means[best] - means[0])):
+            notes.append(
+                f"- {METHODS[m][0]}'s {lists} validation peaked at step {c['x'][best]} ({means[best]:.3f}) and "
+                f"ended at {means[-1]:.3f}: the tested checkpoint is the best one, not the last (design.md: "
+                "a run is judged at its best validation checkpoint)."
+            )
     zs = {m: summary["runs"][m]["train"]["zero_signal_frac_mean"] for m in METHODS}
     if all(v is not None for v in zs.values()):
         notes.append(
@@ -1075,6 +1090,8 @@ def run_demo(
     torch.set_num_threads(threads)
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    # transformers' own deprecation notice about a field TRL sets; nothing the user can act on
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
     import datasets
 
     datasets.disable_progress_bars()
