@@ -17,6 +17,7 @@ display strings ("Title (Year)", or "Title" for year-less catalogs), one per lin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -104,8 +105,13 @@ def run_sft(
     sft_args: dict[str, Any] | None = None,
     *,
     split: str = "train",
+    callbacks: Sequence[Any] = (),
 ) -> Path:
-    """Fine-tune ``model`` on :func:`sft_examples` with TRL's ``SFTTrainer``; save model + tokenizer to ``out_dir``."""
+    """Fine-tune ``model`` on :func:`sft_examples` with TRL's ``SFTTrainer``; save model + tokenizer to ``out_dir``.
+
+    ``callbacks`` are extra ``transformers.TrainerCallback``s (e.g. a progress bar). The saved directory
+    holds no pickle (``SafeCheckpointMixin``: no ``training_args.bin``).
+    """
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -129,7 +135,11 @@ def run_sft(
     cfg = SFTConfig(**{**defaults, **(sft_args or {})})
     tokenizer = AutoTokenizer.from_pretrained(model)
     trainer = RemarkSFTTrainer(
-        model=str(model), args=cfg, train_dataset=Dataset.from_list(examples), processing_class=tokenizer
+        model=str(model),
+        args=cfg,
+        train_dataset=Dataset.from_list(examples),
+        processing_class=tokenizer,
+        callbacks=list(callbacks),
     )
     trainer.train()
     trainer.save_model(str(out_dir))

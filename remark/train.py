@@ -16,6 +16,7 @@ nothing but this package.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,8 +140,14 @@ def resume_group_size(cfg: RemarkGRPOConfig, checkpoint: Path) -> RemarkGRPOConf
     )
 
 
-def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> dict[str, Any]:
-    """Train with ``cfg``; ``resume`` is a checkpoint path, True (the latest in output_dir) or None."""
+def run_training(
+    cfg: RemarkGRPOConfig, *, resume: str | bool | None = None, callbacks: Sequence[Any] = ()
+) -> dict[str, Any]:
+    """Train with ``cfg``; ``resume`` is a checkpoint path, True (the latest in output_dir) or None.
+
+    ``callbacks`` are extra ``transformers.TrainerCallback``s (progress bars, custom logging), added after
+    the ones the config asks for (validation, divergence guard, group-size advisor).
+    """
     from transformers import AutoTokenizer
 
     from data_prep.dataset import load_dataset
@@ -162,7 +169,7 @@ def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> 
     ds = load_dataset(cfg.data_dir)
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
     tokenizer = AutoTokenizer.from_pretrained(cfg.model_name_or_path)
-    callbacks: list[Any] = []
+    extra, callbacks = list(callbacks), []
     if cfg.validation_steps:
         per_step = cfg.per_device_train_batch_size * cfg.world_size * cfg.gradient_accumulation_steps
         valid_ds = load_dataset(cfg.validation_data_dir) if cfg.validation_data_dir else ds
@@ -205,7 +212,7 @@ def run_training(cfg: RemarkGRPOConfig, *, resume: str | bool | None = None) -> 
         train_dataset=train,
         catalog=ds.catalog,
         processing_class=tokenizer,
-        callbacks=callbacks,
+        callbacks=callbacks + extra,
     )
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)

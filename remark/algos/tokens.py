@@ -316,6 +316,10 @@ def token_advantages(
 
     The end token (``end_R``, -1 = none) is then set to ``complete_bonus`` if ``n_lines_R >= K`` else
     ``early_stop_penalty`` (0 for both when ``end_shaping`` is off); positions where ``mask_RT`` is 0 get 0.
+    A row with no end token (cut by the length cap) and fewer than K lines is an early stop too: its last
+    token gets ``early_stop_penalty`` (with ``end_shaping``). Departure from Rank-GRPO, which shaped only
+    the end token: without it a list of blank lines that runs into the cap escapes the penalty, and tiny
+    policies learn exactly that (observed in the ProtoQA demo: cut-off lists went from 0% to 100%).
     """
     if adv_RK.ndim != 2 or rank_RT.ndim != 2 or adv_RK.shape[0] != rank_RT.shape[0]:
         raise ValueError(
@@ -337,6 +341,10 @@ def token_advantages(
         rows = ended.nonzero().flatten()
         shaped = torch.where(n_lines_R.to(adv.device) >= k, complete_bonus, early_stop_penalty).to(adv.dtype)
         adv[rows, end_R[rows]] = shaped[rows] if end_shaping else 0.0
+        if end_shaping:
+            length_R = (mask_RT != 0).sum(1) if mask_RT is not None else torch.full_like(end_R, rank.shape[1])
+            cut = (~ended & (n_lines_R.to(adv.device) < k) & (length_R > 0)).nonzero().flatten()
+            adv[cut, length_R[cut] - 1] = early_stop_penalty
     if mask_RT is not None:
         adv = adv * mask_RT.to(adv.dtype)
     return adv

@@ -292,3 +292,29 @@ def test_prefix_decoding_fallback_when_no_piece_matches():
     assert out.texts == ["Hello\nx", "x"] and out.n_fallback == 1
     assert out.end_RT[0].tolist() == [3, 5, 6, 7, 7] and out.start_RT[0].tolist() == [0, 3, 5, 6, 7]
     assert out.end_RT[1].tolist()[:1] == [1]
+
+
+def test_cut_off_list_with_fewer_than_k_lines_is_an_early_stop():
+    # Row 0: 2 lines, cut by the cap (no end token): its last token gets the early-stop penalty.
+    # Row 1: 3 lines (= K), cut by the cap: complete, nothing shaped. Row 2: blank lines only, cut: penalty.
+    adv_RK = torch.tensor([[1.0, 2.0, 3.0]] * 3)
+    rank_RT = torch.tensor([[0, 0, 1, 1, -1], [0, 1, 2, 2, 0], [-1, -1, -1, -1, -1]])
+    mask_RT = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]])
+    out = token_advantages(
+        adv_RK,
+        rank_RT,
+        n_lines_R=torch.tensor([2, 3, 0]),
+        end_R=torch.tensor([-1, -1, -1]),
+        mask_RT=mask_RT,
+    )
+    torch.testing.assert_close(out[0], torch.tensor([1.0, 1.0, 2.0, -0.1, 0.0]))
+    torch.testing.assert_close(out[1], torch.tensor([1.0, 2.0, 3.0, 3.0, 1.0]))
+    torch.testing.assert_close(out[2], torch.tensor([0.0, 0.0, 0.0, 0.0, -0.1]))
+    off = token_advantages(
+        adv_RK,
+        rank_RT,
+        n_lines_R=torch.tensor([2, 3, 0]),
+        end_R=torch.tensor([-1, -1, -1]),
+        end_shaping=False,
+    )
+    assert float(off[2].abs().sum()) == 0.0
