@@ -188,7 +188,10 @@ class RemarkGRPOConfig(GRPOConfig):
     )
     validation_metric: str = field(
         default="eval/recall@20/union",
-        metadata={"help": "Metric that picks the best checkpoint (eval/<metric>@<k>/<union|per_responder>)."},
+        metadata={
+            "help": "Metric that picks the best checkpoint: eval/<metric>@<k>/<view> on greedy lists, or "
+            "sampled/<metric>@<k>/<view> on sampled ones (needs validation_num_samples)."
+        },
     )
     validation_max_requests: int | None = field(
         default=None, metadata={"help": "Validate on the first N requests of valid_split (None = all)."}
@@ -357,11 +360,18 @@ def validate_remark_fields(cfg: RemarkGRPOConfig) -> None:
     if cfg.validation_steps < 0:
         raise InputError("validation_steps must be >= 0", field="validation_steps")
     parts = cfg.validation_metric.split("/")
-    if len(parts) != 3 or parts[0] != "eval" or "@" not in parts[1]:
+    if len(parts) != 3 or parts[0] not in ("eval", "sampled") or "@" not in parts[1]:
         raise InputError(
-            f"validation_metric {cfg.validation_metric!r} is not of the form eval/<metric>@<k>/<view>",
+            f"validation_metric {cfg.validation_metric!r} is not of the form eval/<metric>@<k>/<view> "
+            "(greedy lists) or sampled/<metric>@<k>/<view> (sampled lists)",
             field="validation_metric",
-            hint="e.g. eval/recall@20/union or eval/recall@20/per_responder",
+            hint="e.g. eval/recall@20/union or sampled/recall@20/per_responder",
+        )
+    if parts[0] == "sampled" and cfg.validation_steps and not cfg.validation_num_samples:
+        raise InputError(
+            f"validation_metric {cfg.validation_metric!r} needs sampled validation",
+            field="validation_metric",
+            hint="set validation_num_samples (e.g. 4), or choose an eval/... metric",
         )
 
 

@@ -27,6 +27,7 @@ def test_tiny_cpu_config_trains_validates_and_summarises(tmp_path, capsys):
             "validation_steps=1",
             "validation_max_requests=4",
             "validation_num_samples=2",
+            "validation_metric=sampled/recall@5/per_responder",
             "build_tiny={n_requests: 40, sft_epochs: 1, spec: {vocab_size: 512, hidden_size: 32, intermediate_size: 64}}",
             "--json",
         ]
@@ -41,7 +42,9 @@ def test_tiny_cpu_config_trains_validates_and_summarises(tmp_path, capsys):
     sampled = [json.loads(x) for x in (out / "sampled" / "eval_log.jsonl").read_text().splitlines()]
     assert [x["step"] for x in sampled] == [0, 1, 2]
     assert all(0.0 <= x["eval/recall@5/union"] <= 1.0 for x in log + sampled)
-    assert (out / "best" / "best.json").is_file()
+    best = json.loads((out / "best" / "best.json").read_text())
+    assert best["metric"] == "sampled/recall@5/per_responder"
+    assert best["value"] == max(x["eval/recall@5/per_responder"] for x in sampled)
     assert (out / "final" / "model.safetensors").is_file()
     assert json.loads((out / "remark_config.json").read_text())["reward_scheme"] == "union"
     assert (out / "assets" / "data" / "requests.parquet").is_file()

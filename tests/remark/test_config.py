@@ -48,6 +48,11 @@ def test_valid_config_and_defaults():
             "contradicts",
         ),
         ({"validation_metric": "recall@20"}, "validation_metric", "eval/<metric>@<k>/<view>"),
+        (
+            {"validation_metric": "sampled/recall@5/union", "validation_steps": 5},
+            "validation_metric",
+            "set validation_num_samples",
+        ),
         ({"pass_rate_drop": 1.5}, "pass_rate_drop", "(0, 1]"),
         ({"use_vllm": True}, "use_vllm", "pip install 'remark[vllm]'"),
     ],
