@@ -15,6 +15,7 @@ The directory is written with ``catalog.io.atomic_dir``: a killed run leaves the
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,13 @@ def _read(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     return df
 
 
+def _load_own_catalog(path: Path) -> Catalog:
+    """The catalog ``write_dataset`` wrote: duplicates were reported when it was prepared, so not again."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*share a \\(title, year\\)", category=UserWarning)
+        return load_catalog(path, on_duplicate="keep")
+
+
 def load_dataset(directory: str | Path) -> PooledDataset:
     """Load a directory written by :func:`write_dataset` (``remark prep``), checking its columns."""
     d = Path(directory)
@@ -105,6 +113,6 @@ def load_dataset(directory: str | Path) -> PooledDataset:
     return PooledDataset(
         requests=_read(d / "requests.parquet", REQUESTS_SCHEMA),
         responder_rows=_read(d / "responder_rows.parquet", RESPONDER_ROWS_SCHEMA),
-        catalog=load_catalog(d / "catalog.parquet", on_duplicate="keep"),
+        catalog=_load_own_catalog(d / "catalog.parquet"),
         meta=meta,
     )
