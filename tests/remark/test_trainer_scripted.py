@@ -214,3 +214,30 @@ def test_rank_level_ratio_trains_with_reused_batches(hand_dataset, hand_model_di
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) == 2
     assert all(math.isfinite(x) for x in losses)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "sampling", "extra"),
+    [
+        ("union", "uniform", {}),
+        ("responder", "per_responder", {}),
+        ("responder", "uniform", {}),  # a responder drawn per (step, request)
+        ("marginal", "uniform", {}),
+        ("responder_rb", "uniform", {}),
+        ("union", "uniform", {"log_decay": True}),
+    ],
+)
+def test_every_scheme_trains_three_steps(hand_dataset, hand_model_dir, tmp_path, scheme, sampling, extra):
+    trainer, _ = make_trainer(
+        hand_dataset, hand_model_dir, tmp_path, reward_scheme=scheme, sampling=sampling, max_steps=3, **extra
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert len(losses) == 3
+    assert all(math.isfinite(x) for x in losses)
+    assert any(not torch.equal(before[n], p) for n, p in trainer.model.named_parameters())
+    for _, out in trainer.captured:
+        adv = out["advantages"]
+        assert torch.isfinite(adv).all()
+        assert float(adv.abs().max()) > 0.1  # the scripted lists always carry rank signal
