@@ -25,14 +25,14 @@ from catalog.io import atomic_write
 from remark.config import RemarkGRPOConfig
 
 TINY_DEFAULTS: dict[str, Any] = {
-    "n_requests": 240,
-    "n_items": 96,
+    "n_requests": 300,
+    "n_items": 48,
     "relevant_size": [6, 10],
     "seed": 0,
-    "sft_epochs": 4,
-    "sft_lr": 2e-3,
+    "sft_epochs": 8,
+    "sft_lr": 3e-3,
     "sft_targets": "union",
-    "spec": {"vocab_size": 1024, "hidden_size": 64, "intermediate_size": 256},
+    "spec": {"vocab_size": 1024, "hidden_size": 96, "intermediate_size": 384},
 }
 
 
@@ -81,7 +81,7 @@ def build_tiny_assets(cfg: RemarkGRPOConfig) -> tuple[Path, Path]:
             "use_cpu": cfg.use_cpu,
             "bf16": False,
             "learning_rate": opts["sft_lr"],
-            "lr_scheduler_type": "constant",
+            "lr_scheduler_type": "cosine",
             "num_train_epochs": opts["sft_epochs"],
             "per_device_train_batch_size": 16,
             "logging_steps": 50,
