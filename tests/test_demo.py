@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -10,15 +11,8 @@ import pytest
 
 from catalog.errors import InputError
 from remark.cli.main import main
-from remark.demo import (
-    METHODS,
-    _prepare_out,
-    default_settings,
-    find_protoqa,
-    prepare_protoqa,
-    rl_fields,
-    sampled_key,
-)
+from remark.demo import METHODS, default_settings, find_protoqa, prepare_protoqa, rl_fields
+from remark.demo.pipeline import _prepare_out
 
 
 def test_settings_errors_say_what_to_pass():
@@ -31,7 +25,15 @@ def test_settings_errors_say_what_to_pass():
     s = default_settings(steps=3)
     assert s.steps == 3 and s.validation_every == 3
     assert default_settings("protoqa", data_dir="x").k == 10
-    assert s.metric == sampled_key(s.greedy_metric) == "eval/sampled_recall@5/per_responder"
+    assert s.metric == "sampled/recall@5/per_responder" and s.greedy_metric == "eval/recall@5/per_responder"
+    assert s.validation_logs() == {
+        "sampled": ("sampled", "sampled/recall@5/per_responder"),
+        "greedy": ("", "eval/recall@5/per_responder"),
+    }
+    greedy_only = dataclasses.replace(s, validation_samples=0)
+    assert greedy_only.metric == greedy_only.greedy_metric and list(greedy_only.validation_logs()) == [
+        "greedy"
+    ]
 
 
 def test_cli_protoqa_without_or_with_missing_path_exits_2(tmp_path, capsys):
@@ -123,6 +125,8 @@ def test_out_folder_not_written_by_a_demo_is_refused(tmp_path):
 
 
 def test_methods_differ_only_in_reward_and_sampling(tmp_path):
+    from remark.config import RemarkGRPOConfig
+
     s = default_settings()
     a, b = (rl_fields(m, s, tmp_path, tmp_path, tmp_path / m) for m in METHODS)
     differ = {k for k in a if a[k] != b[k]}
@@ -130,6 +134,10 @@ def test_methods_differ_only_in_reward_and_sampling(tmp_path):
     assert (a["reward_scheme"], a["sampling"]) == ("union", "uniform")
     assert (b["reward_scheme"], b["sampling"]) == ("responder", "per_responder")
     assert a["per_device_train_batch_size"] == s.prompts_per_step * s.num_generations
+    # the library's sampled validation picks the best checkpoint: the config accepts the demo's metric
+    assert (a["validation_metric"], a["validation_num_samples"]) == ("sampled/recall@5/per_responder", 4)
+    cfg = RemarkGRPOConfig(**a)
+    assert cfg.validation_metric == s.metric and cfg.validation_num_samples == s.validation_samples
 
 
 def _finite_cell(cell):
@@ -142,6 +150,7 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
     assert main(["demo", "--fast", "--out", str(out), "--seed", "1"]) == 0
     printed = capsys.readouterr().out
     assert f"report: {out / 'report.md'}" in printed
+    assert "'loss'" not in printed and "'loss'" in (out / "sft_model" / "sft_log.txt").read_text()
 
     report = (out / "report.md").read_text()
     for text in ("ReMaRk", "Rank-GRPO", "SFT start", "Paired differences", "Steps to reach", "curves.png"):
@@ -180,15 +189,23 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
             curve = summary["curves"][lists][m]
             assert curve["x"] == list(range(summary["settings"]["steps"] + 1))
             assert all(math.isfinite(v) for v in curve["mean"])
+    steps = list(range(summary["settings"]["steps"] + 1))
     for m in METHODS:
         run = summary["runs"][m]
-        assert run["best_step"] in range(summary["settings"]["steps"] + 1)
+        assert run["best_step"] in steps
         assert (out / m / "best" / "config.json").is_file()
         assert run["train"]["steps"] == summary["settings"]["steps"]
+        # the best checkpoint is the library's choice on sampled per-responder recall
+        sampled = [json.loads(x) for x in (out / m / "sampled" / "eval_log.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in sampled] == steps
+        best = json.loads((out / m / "best" / "best.json").read_text())
+        assert best["metric"] == summary["metric"] == f"sampled/recall@{k}/per_responder"
+        assert best["value"] == max(r[f"eval/recall@{k}/per_responder"] for r in sampled) == run["best_value"]
     assert summary["timing"]["total_s"] > 0 and summary["model"]["parameters"] > 0
     assert not [p for p in out.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl")]  # no pickle
 
     # a second run into the same folder replaces the demo's own outputs (no stale eval-log lines)
     assert main(["demo", "--fast", "--out", str(out), "--seed", "1", "--sequential"]) == 0
-    log = (out / "remark" / "eval_log.jsonl").read_text().splitlines()
-    assert [json.loads(x)["step"] for x in log] == list(range(summary["settings"]["steps"] + 1))
+    for log in ("eval_log.jsonl", "sampled/eval_log.jsonl"):
+        lines = (out / "remark" / log).read_text().splitlines()
+        assert [json.loads(x)["step"] for x in lines] == steps

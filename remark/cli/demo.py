@@ -8,7 +8,8 @@ Examples::
                                                   # real ProtoQA (download it first): about 7 minutes
 
 Writes ``report.md``, ``curves.png`` and ``summary.json`` (plus every stage's outputs) under ``--out``
-and prints where the report is. See ``remark.demo`` for what runs and where it departs from the paper.
+and prints where the report is. See ``remark.demo`` (a package: settings, stages, runs, evaluation,
+report, pipeline) for what runs and where it departs from the paper.
 """
 
 from __future__ import annotations

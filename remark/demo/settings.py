@@ -1,0 +1,185 @@
+"""The demo's settings: one frozen dataclass (:class:`DemoSettings`) and the defaults per data source.
+
+``default_settings`` fills it for ``synthetic`` or ``protoqa`` (and ``--fast``, the test-sized run);
+everything else in ``remark.demo`` reads only these fields, so ``summary.json`` (which holds them) says
+exactly what ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from catalog.errors import InputError
+
+DataName = Literal["synthetic", "protoqa"]
+DATA_CHOICES: tuple[str, ...] = ("synthetic", "protoqa")
+
+#: The two methods, in report order: name -> (label, reward_scheme, sampling).
+METHODS: dict[str, tuple[str, str, str]] = {
+    "remark": ("ReMaRk", "union", "uniform"),
+    "rank_grpo": ("Rank-GRPO", "responder", "per_responder"),
+}
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """Everything the demo does; :func:`default_settings` fills it for a data source and mode."""
+
+    data: str = "synthetic"
+    """``synthetic`` (embedded) or ``protoqa`` (needs ``data_dir``)."""
+    data_dir: str | None = None
+    """ProtoQA: the scraped dev file, a folder holding it, or a dataset prepared by ``remark prep``."""
+    seed: int = 0
+    """One seed for the world, the model init, SFT and both RL runs."""
+    fast: bool = False
+    """Tiny everything (tests): seconds, not minutes; numbers are meaningless."""
+    # --- data ---
+    n_requests: int = 600
+    """Synthetic requests, split by ``split_fractions``."""
+    n_items: int = 48
+    """Synthetic catalog size (8 genres)."""
+    split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
+    """Synthetic train / valid / test shares (90 valid and 90 test requests of 600: tighter CIs)."""
+    world: dict[str, Any] = field(default_factory=dict)
+    """Other ``generate_world`` arguments."""
+    n_questions: int = 128
+    """ProtoQA: questions drawn (seeded) among those with at least ``min_clusters`` answer clusters."""
+    min_clusters: int = 5
+    """ProtoQA: the fewest answer clusters a question needs."""
+    respondent_split: tuple[float, float, float] = (0.5, 0.25, 0.25)
+    """ProtoQA: share of each question's respondents for train / valid / test."""
+    # --- model ---
+    vocab_size: int = 1024
+    hidden_size: int = 128
+    intermediate_size: int = 512
+    num_hidden_layers: int = 2
+    # --- SFT warm-up ---
+    sft_targets: str = "union"
+    """``union``, ``responder`` or ``noisy`` (remark.sft)."""
+    sft_epochs: float = 12.0
+    sft_lr: float = 3e-3
+    sft_scheduler: str = "cosine"
+    sft_batch: int = 16
+    sft_copies: int = 2
+    sft_hit_prob: float = 0.3
+    # --- RL (both methods) ---
+    k: int = 5
+    """K: list length asked for and rewarded."""
+    steps: int = 100
+    """Optimizer steps per method."""
+    prompts_per_step: int = 4
+    num_generations: int = 8
+    learning_rate: float = 2e-4
+    max_completion_length: int = 64
+    validation_every: int = 10
+    validation_samples: int = 4
+    """Sampled lists per validation request beside the greedy one (0 = greedy validation only)."""
+    parallel: bool = True
+    """Run the two methods side by side (two processes, one torch thread each)."""
+    threads: int | None = None
+    """Torch threads of the in-process stages (SFT, evaluation) and of sequential RL runs; None: all cores
+    (at most 2) when the 1-minute load average leaves them idle, else 1 (measured on 2 shared cores: 2
+    threads made SFT 1.5x faster at load 1.3 and a training step 6x slower at load 8). RL runs side by
+    side always use one thread each."""
+    # --- evaluation ---
+    eval_samples: int = 4
+    """Sampled lists per test request (temperature 1) beside the greedy one."""
+    ci_resamples: int = 9999
+    """Bootstrap resamples of every CI."""
+
+    def spec_dict(self) -> dict[str, int]:
+        return {
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "num_hidden_layers": self.num_hidden_layers,
+        }
+
+    @property
+    def greedy_metric(self) -> str:
+        """Per-responder recall@K as the eval log names it (``eval/...``, in greedy and sampled logs alike)."""
+        return f"eval/recall@{self.k}/per_responder"
+
+    @property
+    def metric(self) -> str:
+        """Validation metric and best-checkpoint criterion (``validation_metric``): per-responder recall@K of
+        sampled lists, ``sampled/recall@K/per_responder`` (greedy lists when ``validation_samples`` is 0)."""
+        if not self.validation_samples:
+            return self.greedy_metric
+        return "sampled/" + self.greedy_metric.removeprefix("eval/")
+
+    def validation_logs(self) -> dict[str, tuple[str, str]]:
+        """Validation lists -> (sub-folder of a run holding their eval log, metric name): the primary first.
+
+        ``ValidationCallback`` logs greedy lists in ``<run>/eval_log.jsonl`` and sampled ones in
+        ``<run>/sampled/eval_log.jsonl``, both under ``eval/...`` keys.
+        """
+        logs = {"sampled": ("sampled", self.metric)} if self.validation_samples else {}
+        return logs | {"greedy": ("", self.greedy_metric)}
+
+
+def default_settings(
+    data: str = "synthetic",
+    *,
+    fast: bool = False,
+    steps: int | None = None,
+    seed: int = 0,
+    data_dir: str | Path | None = None,
+    parallel: bool | None = None,
+) -> DemoSettings:
+    """The demo's defaults for ``data`` (``fast``: the test-sized run); ``steps`` etc. override them."""
+    if data not in DATA_CHOICES:
+        raise InputError(f"unknown data {data!r}", field="--data", hint=f"one of {', '.join(DATA_CHOICES)}")
+    s = DemoSettings(data=data, seed=seed, data_dir=str(data_dir) if data_dir is not None else None)
+    if data == "protoqa":
+        s = dataclasses.replace(
+            s,
+            k=10,
+            vocab_size=4096,
+            sft_targets="noisy",
+            sft_hit_prob=0.3,
+            sft_epochs=8.0,
+            sft_lr=1e-3,
+            sft_scheduler="constant",
+            sft_batch=32,
+            sft_copies=16,
+            learning_rate=1e-4,
+            steps=80,
+        )
+    if fast:
+        s = dataclasses.replace(
+            s,
+            fast=True,
+            n_requests=60,
+            n_items=24,
+            n_questions=12,
+            vocab_size=512 if data == "synthetic" else 1024,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            sft_epochs=1.0,
+            sft_copies=1,
+            steps=2,
+            prompts_per_step=2,
+            num_generations=2,
+            validation_every=1,
+            eval_samples=2,
+            ci_resamples=199,
+        )
+    if steps is not None:
+        if steps < 1:
+            raise InputError(f"--steps must be >= 1, got {steps}", field="--steps")
+        s = dataclasses.replace(s, steps=steps, validation_every=max(1, min(s.validation_every, steps)))
+    if parallel is not None:
+        s = dataclasses.replace(s, parallel=parallel)
+    if data == "protoqa" and not s.data_dir:
+        raise InputError(
+            "--data protoqa needs --data-dir",
+            field="--data-dir",
+            hint="pass ProtoQA's dev.scraped.jsonl (or the folder holding it, e.g. protoqa-data/data/dev), "
+            "or a dataset written by `remark prep protoqa --items clusters`",
+        )
+    return s
