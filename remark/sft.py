@@ -106,11 +106,13 @@ def run_sft(
     *,
     split: str = "train",
     callbacks: Sequence[Any] = (),
+    print_logs: bool = True,
 ) -> Path:
     """Fine-tune ``model`` on :func:`sft_examples` with TRL's ``SFTTrainer``; save model + tokenizer to ``out_dir``.
 
     ``callbacks`` are extra ``transformers.TrainerCallback``s (e.g. a progress bar). The saved directory
-    holds no pickle (``SafeCheckpointMixin``: no ``training_args.bin``).
+    holds no pickle (``SafeCheckpointMixin``: no ``training_args.bin``). ``print_logs=False`` keeps the
+    per-step log dicts off stdout (transformers prints them when its progress bar is disabled).
     """
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -141,6 +143,10 @@ def run_sft(
         processing_class=tokenizer,
         callbacks=list(callbacks),
     )
+    if not print_logs:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
     trainer.train()
     trainer.save_model(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))
