@@ -502,6 +502,22 @@ def validate_remark_layout(cfg: RemarkGRPOConfig) -> None:
         )
 
 
+def check_field_names(keys: Any, path: str | Path | None = None) -> None:
+    """Raise ``InputError`` for the first key that is not a ``RemarkGRPOConfig`` field, with a suggestion."""
+    known = set(config_field_names())
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            raise InputError(
+                f"unknown config field {key!r}",
+                path=path,
+                field=key,
+                hint=f"did you mean {close[0]!r}?"
+                if close
+                else "see `remark train --help` and docs/recipes.md",
+            )
+
+
 def config_field_names() -> list[str]:
     return [f.name for f in fields(RemarkGRPOConfig)]
 
@@ -541,16 +557,7 @@ def load_config(
         path = Path(path)
         values.update(read_config_values(path))
     values.update(overrides or {})
-    known = set(config_field_names())
-    for key in values:
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            raise InputError(
-                f"unknown config key {key!r}",
-                path=path,
-                field=key,
-                hint=f"did you mean {close[0]!r}?" if close else "see `remark train --help-config`",
-            )
+    check_field_names(values, path)
     try:
         return RemarkGRPOConfig(**values)
     except InputError as err:

@@ -151,7 +151,7 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
     """A shipped recipe by name, or a recipe file by path; errors name the file and the bad key."""
     import yaml
 
-    from remark.config import config_field_names
+    from remark.config import check_field_names
 
     path = _resolve(name_or_path)
     try:
@@ -173,16 +173,8 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
     fields_ = data.get("fields")
     if not isinstance(fields_, dict) or not fields_:
         raise InputError("'fields' must be a non-empty mapping of config fields", path=path, field="fields")
-    known = set(config_field_names())
+    check_field_names(fields_, path)
     for key in fields_:
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            raise InputError(
-                f"unknown config field {key!r}",
-                path=path,
-                field=key,
-                hint=f"did you mean {close[0]!r}?" if close else None,
-            )
         if key not in LOSS_FAMILY_FIELDS:
             raise InputError(
                 f"a recipe sets loss-family fields only; {key!r} belongs in the run config",

@@ -91,7 +91,6 @@ def parse_fractions(text: str) -> list[tuple[str, float]]:
 
 def run_synthetic(args: argparse.Namespace) -> int:
     """``remark prep synthetic``: the embedded world, pooled and written like any other source."""
-    from data_prep.stats import format_stats
     from data_prep.synthetic import build_dataset
 
     if args.input:
@@ -100,13 +99,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
         ds = build_dataset(args.out, n_requests=args.n_requests, n_items=args.n_items, seed=args.seed)
     except ValueError as err:
         raise InputError(str(err), field="--n-requests/--n-items", hint="see `remark prep --help`") from err
-    stats = json.loads((args.out / "stats.json").read_text())
-    if args.json:
-        print(json.dumps(stats, indent=2))
-    else:
-        print(f"wrote {args.out} ({ds.requests.height} requests, {ds.responder_rows.height} responder rows)")
-        print(format_stats(stats))
-    return 0
+    return _report(args, ds)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
     from data_prep.pool import SplitSpec, pool_threads
     from data_prep.readers import combine, read_source
     from data_prep.schema import SPLIT_ALIASES, Report
-    from data_prep.stats import format_stats
 
     try:
         spec = SplitSpec(tuple(parse_fractions(args.split_fractions)), seed=args.split_seed)
@@ -161,6 +153,19 @@ def run(args: argparse.Namespace) -> int:
         "split_seed": spec.seed,
     }
     ds = write_dataset(args.out, pooled, catalog, meta, report=report)
+    return _report(args, ds)
+
+
+def _extra(meta: dict) -> dict:
+    return {
+        k: v for k, v in meta.items() if k not in ("source", "domain", "has_years", "instruction_included")
+    }
+
+
+def _report(args: argparse.Namespace, ds) -> int:
+    """Print the written dataset's stats (JSON with --json)."""
+    from data_prep.stats import format_stats
+
     stats = json.loads((args.out / "stats.json").read_text())
     if args.json:
         print(json.dumps(stats, indent=2))
@@ -168,9 +173,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.out} ({ds.requests.height} requests, {ds.responder_rows.height} responder rows)")
         print(format_stats(stats))
     return 0
-
-
-def _extra(meta: dict) -> dict:
-    return {
-        k: v for k, v in meta.items() if k not in ("source", "domain", "has_years", "instruction_included")
-    }
