@@ -13,7 +13,7 @@ import torch
 from remark.data import training_dataset
 from remark.recipes import compose_config
 from remark.trainer import RemarkGRPOTrainer
-from tests.remark.conftest import HAND_ITEMS, write_hand_dataset
+from tests.remark.conftest import write_hand_dataset
 
 K = 3
 G = 4
@@ -93,15 +93,9 @@ def recipe_dataset(recipe_data_dir):
 @pytest.fixture(scope="session")
 def recipe_model_dir(tmp_path_factory):
     """A tiny model whose tokenizer knows the hand catalog's titles and the prompts."""
-    from remark.tiny import TinySpec, build_tiny_model
+    from tests.remark.conftest import build_hand_model
 
-    lines = [f"{t} ({y})" for t, y in HAND_ITEMS.values()] + ["Xyz (1990)", "Qrs (1991)"]
-    corpus = ["\n".join(lines[i:] + lines[:i]) for i in range(len(lines))] * 3
-    corpus += [text for text, _, _ in REQUESTS.values()]
-    spec = TinySpec(
-        vocab_size=400, hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1
-    )
-    return build_tiny_model(tmp_path_factory.mktemp("recipes_model"), corpus, spec=spec, seed=0)
+    return build_hand_model(tmp_path_factory.mktemp("recipes_model"), [t for t, _, _ in REQUESTS.values()])
 
 
 def scripted_rollout(tokenizer, script=SCRIPT, eos=True):

@@ -65,15 +65,19 @@ def hand_dataset(tmp_path):
     return write_hand_dataset(tmp_path / "hand")
 
 
-@pytest.fixture(scope="session")
-def hand_model_dir(tmp_path_factory):
-    """A tiny model whose tokenizer knows the hand catalog's titles."""
+def build_hand_model(out_dir, prompts):
+    """A tiny model whose tokenizer knows the hand catalog's titles (and ``prompts``)."""
     from remark.tiny import TinySpec, build_tiny_model
 
     lines = [f"{t} ({y})" for t, y in HAND_ITEMS.values()] + ["Xyz (1990)", "Qrs (1991)"]
     corpus = ["\n".join(lines[i:] + lines[:i]) for i in range(len(lines))] * 3
-    corpus += [text for text, _, _ in HAND_REQUESTS.values()]
+    corpus += list(prompts)
     spec = TinySpec(
         vocab_size=400, hidden_size=32, intermediate_size=64, num_attention_heads=2, num_key_value_heads=1
     )
-    return build_tiny_model(tmp_path_factory.mktemp("hand_model"), corpus, spec=spec, seed=0)
+    return build_tiny_model(out_dir, corpus, spec=spec, seed=0)
+
+
+@pytest.fixture(scope="session")
+def hand_model_dir(tmp_path_factory):
+    return build_hand_model(tmp_path_factory.mktemp("hand_model"), [t for t, _, _ in HAND_REQUESTS.values()])
