@@ -19,6 +19,7 @@ def pytest_configure(config):
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
+
 REPO = Path(__file__).resolve().parents[1]
 
 
