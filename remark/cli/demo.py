@@ -74,5 +74,5 @@ def run(args: argparse.Namespace) -> int:
             f"[{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
         )
     console.print(f"finished in {summary['timing']['total_s'] / 60:.1f} min")
-    console.print(f"report: {args.out / 'report.md'}")
+    console.print(f"report: {args.out / 'report.md'}", soft_wrap=True)  # a long path stays one line
     return 0
