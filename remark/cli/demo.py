@@ -67,11 +67,17 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     k = settings.k
-    for m in ("remark", "rank_grpo"):
-        cell = summary["test"][m]["greedy"]["per_responder"][f"recall@{k}"]
+    for mode in ("sampled", "greedy"):
+        for m in ("remark", "rank_grpo"):
+            cell = summary["test"][m][mode]["per_responder"][f"recall@{k}"]
+            console.print(
+                f"{summary['runs'][m]['label']:<10} test recall@{k} per responder ({mode}): {cell['mean']:.3f} "
+                f"[{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
+            )
+        d = summary["paired"]["remark_vs_rank_grpo"][mode]["per_responder"][f"recall@{k}"]
         console.print(
-            f"{summary['runs'][m]['label']:<10} test recall@{k} per responder (greedy): {cell['mean']:.3f} "
-            f"[{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
+            f"{'difference':<10} ReMaRk - Rank-GRPO ({mode}): {100 * d['mean']:+.2f} points "
+            f"[{100 * d['ci_low']:+.2f}, {100 * d['ci_high']:+.2f}]"
         )
     console.print(f"finished in {summary['timing']['total_s'] / 60:.1f} min")
     console.print(f"report: {args.out / 'report.md'}", soft_wrap=True)  # a long path stays one line
