@@ -112,6 +112,13 @@ class RemarkGRPOConfig(GRPOConfig):
     overflow_penalty: float = field(
         default=-0.1, metadata={"help": "Advantage of every token of a line past K (Rank-GRPO: -0.1)."}
     )
+    filler_penalty: float = field(
+        default=-0.1,
+        metadata={
+            "help": "Advantage of every whitespace-only token outside the list's lines (blank lines, indentation). "
+            "Rank-GRPO made blank lines slots; here they hold no rank, and at 0 a policy can drift into blank lines."
+        },
+    )
     eos_complete_bonus: float = field(
         default=0.1, metadata={"help": "End-token advantage when the list has K items (Rank-GRPO: +0.1)."}
     )

@@ -310,6 +310,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             end_R=end_R,
             mask_RT=completion_mask,
             overflow_penalty=args.overflow_penalty,
+            filler_penalty=args.filler_penalty,
             complete_bonus=args.eos_complete_bonus,
             early_stop_penalty=args.eos_early_penalty,
         )

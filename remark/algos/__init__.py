@@ -34,6 +34,7 @@ from remark.algos.ratios import rank_level_logps
 from remark.algos.registry import get, kinds, names, register
 from remark.algos.rewards import eligibility, log_decay, rank_rewards
 from remark.algos.tokens import (
+    FILLER,
     LineSpan,
     TokenOffsetMapper,
     TokenOffsets,
@@ -44,6 +45,7 @@ from remark.algos.tokens import (
 )
 
 __all__ = [
+    "FILLER",
     "EncodedRows",
     "LineSpan",
     "TokenOffsetMapper",

@@ -8,14 +8,19 @@ and including the newline that ends the line. Then
 (design.md "Rank advantages", docs/experiments.md pitfalls 2-3):
 
 - tokens of rank k < K get A_k; tokens of ranks >= K get ``overflow_penalty`` (Rank-GRPO: -0.1);
-- tokens of no rank (preamble, blank lines, padding, special tokens) get 0;
+- tokens of no rank get 0 (preamble text, padding, special tokens), except *filler*: a token whose
+  characters are all whitespace and outside every segment (blank lines, indentation, leading or trailing
+  newlines) gets ``filler_penalty`` (default -0.1, like a line past K);
 - the newline that ends line K (rank K - 1) gets 0, not A_K; so does a merged token that holds it
   together with the line's last characters (Qwen-style ``")\\n"``);
 - the end token never inherits a line's advantage: it gets +``complete_bonus`` when the list has at
   least K ranks and ``early_stop_penalty`` otherwise (Rank-GRPO's +-0.1), or 0 with shaping off.
 
 Departure from Rank-GRPO: it counted raw newlines (a blank line shifted every later rank) and gave the
-newline ending rank 20 that rank's advantage; here segments come from the parser's spans.
+newline ending rank 20 that rank's advantage; here segments come from the parser's spans. Since blank
+lines then hold no rank, they would cost nothing where Rank-GRPO made them slots; with mostly flat
+groups (Rank-GRPO's reward on one responder) a tiny policy drifted into lists of blank lines that run
+into the cap (ProtoQA experiment, run 2: one seed of three), hence the filler penalty.
 
 Character offsets match the text TRL scores, ``tokenizer.batch_decode(ids, skip_special_tokens=True)``.
 Each token's piece is decoded once per tokenizer and cached (the first token of a row alone, later
@@ -36,7 +41,13 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+FILLER = -2  # rank_RT code of a whitespace-only token outside every segment (``token_rank_index``)
+
+# every whitespace code point (str.isspace) is below U+3001
+_WHITESPACE = np.array([i for i in range(0x3001) if chr(i).isspace()], dtype=np.uint32)
+
 __all__ = [
+    "FILLER",
     "LineSpan",
     "TokenOffsetMapper",
     "TokenOffsets",
@@ -227,7 +238,9 @@ def token_char_offsets(
 
 
 def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
-    """rank_RT (int64): the rank whose segment token t of row r overlaps, -1 for none.
+    """rank_RT (int64): the rank whose segment token t of row r overlaps; -1 for none, ``FILLER`` (-2) for
+    a token of no rank whose characters are all whitespace (a blank line, indentation, a leading or
+    trailing newline), except the whitespace that ends line K (up to and including its newline).
 
     Segment of rank j != K - 1 = ``[start_j, n_j + 1)``, n_j the first newline at or after ``end_j``
     (the end of the text if none): content, trailing spaces and the ending newline. Segment of rank
@@ -280,6 +293,23 @@ def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets,
         rank = np.where(holds_last_newline, -1, rank)
     else:
         rank = np.full((n_rows, width), -1, dtype=np.int64)
+    # filler: whitespace-only tokens of no rank (count non-space code points over the concatenated texts)
+    padded = "".join(t + "x" * (stride - len(t)) for t in offsets.texts)
+    code_points = np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32)
+    nonspace = np.concatenate([[0], np.cumsum(~np.isin(code_points, _WHITESPACE))])
+    blank = (t_end > t_start) & (nonspace[t_end] == nonspace[t_start])
+    # the whitespace that ends line K is not filler (its newline gets 0, as the merged ")\n" does)
+    last = seg_rank == k - 1
+    lo = np.full(n_rows, -1, dtype=np.int64)
+    hi = np.full(n_rows, -1, dtype=np.int64)
+    lo[seg_row[last]] = seg_end[last]
+    hi[seg_row[last]] = np.fromiter(
+        (_line_stop(offsets.texts[r], e) for r, e in zip(seg_row[last], seg_end[last], strict=True)),
+        dtype=np.int64,
+        count=int(last.sum()),
+    )
+    ends_k = (offsets.start_RT >= lo[:, None]) & (offsets.end_RT <= hi[:, None])
+    rank = np.where(blank & (rank == -1) & ~ends_k, FILLER, rank)
     return torch.from_numpy(np.ascontiguousarray(rank, dtype=np.int64))
 
 
@@ -311,8 +341,10 @@ def token_advantages(
     end_shaping: bool = True,
     complete_bonus: float = 0.1,
     early_stop_penalty: float = -0.1,
+    filler_penalty: float = -0.1,
 ) -> torch.Tensor:
-    """adv_RT: A[r, rank_RT[r, t]] for ranks < K; ``overflow_penalty`` for ranks >= K; 0 for -1.
+    """adv_RT: A[r, rank_RT[r, t]] for ranks < K; ``overflow_penalty`` for ranks >= K; ``filler_penalty``
+    for ``FILLER`` (whitespace outside every line); 0 for -1.
 
     The end token (``end_R``, -1 = none) is then set to ``complete_bonus`` if ``n_lines_R >= K`` else
     ``early_stop_penalty`` (0 for both when ``end_shaping`` is off); positions where ``mask_RT`` is 0 get 0.
@@ -332,6 +364,7 @@ def token_advantages(
     adv = adv_RK.gather(1, rank.clamp(0, k - 1))
     adv = torch.where(rank >= k, torch.full_like(adv, overflow_penalty), adv)
     adv = torch.where(rank < 0, torch.zeros_like(adv), adv)
+    adv = torch.where(rank == FILLER, torch.full_like(adv, filler_penalty), adv)
     if end_R is not None:
         if tuple(end_R.shape) != (r,):
             raise ValueError(f"end_R must have shape ({r},), got {tuple(end_R.shape)}")

@@ -9,6 +9,7 @@ import torch
 
 from catalog.parse import ParsedLine, parse_list
 from remark.algos import (
+    FILLER,
     TokenOffsetMapper,
     TokenOffsets,
     end_token_index,
@@ -151,13 +152,21 @@ def test_token_ranks_follow_parse_list_spans(which, request):
             content_end = lines[r][k - 1].end if len(lines[r]) >= k else None
             if want == k - 1 and e > content_end:
                 want = -1  # a merged token holding the newline that ends line K
+            ends_k = content_end is not None and s >= content_end and e <= text.find("\n", content_end) + 1
+            if want == -1 and e > s and text[s:e].isspace() and not ends_k:
+                want = FILLER  # whitespace outside every line: blank lines, indentation
             assert rank[r, t] == want, (which, r, t, repr(text[s:e]))
-    # preamble and blank lines carry no rank; line K's newline carries none either
+    # the preamble's text carries no rank, its blank line is filler; line K's newline carries no rank
     text = offsets.texts[0]
     nl_after_k = text.index("\n", lines[0][3].end)
     t_nl = int(np.nonzero((offsets.start_RT[0] <= nl_after_k) & (offsets.end_RT[0] > nl_after_k))[0][0])
     assert rank[0, t_nl] == -1
-    assert (rank[0, : int(np.searchsorted(offsets.end_RT[0], lines[0][0].start, side="right"))] == -1).all()
+    before = rank[0, : int(np.searchsorted(offsets.end_RT[0], lines[0][0].start, side="right"))]
+    assert (before < 0).all() and (before == -1).any() and (before == FILLER).any()
+    # the blank line after "Moon (2009)  " is filler
+    blank = text.index("\n\n3.") + 1
+    t_blank = np.nonzero((offsets.start_RT[0] <= blank) & (offsets.end_RT[0] > blank))[0]
+    assert rank[0, t_blank[0]] in (FILLER, 1)  # 1 when the tokenizer merged it with line 2's newline
 
 
 def _offsets(text, cuts):
@@ -183,6 +192,21 @@ def test_token_rank_hand_built_spans_with_merged_tokens():
     # a token straddling two lines takes the first: "A (1)\nB"
     off = _offsets(text, [7, 12])
     assert token_rank_index(lines, off, k=3).tolist() == [[0, 1, 2]]
+
+
+def test_whitespace_outside_lines_is_filler():
+    text = "A\n\n  B\n\n"
+    lines = [[ParsedLine(0, 0, 1, "A", "A", None), ParsedLine(1, 5, 6, "B", "B", None)]]
+    off = _offsets(text, list(range(1, len(text))))  # one token per character
+    F = FILLER
+    # blank line, indentation and the trailing blank line are filler; each line's newline is its rank's
+    assert token_rank_index(lines, off, k=3).tolist() == [[0, 0, F, F, F, 1, 1, F]]
+    # K = 2: the newline that ends line K is nobody's (-1), the blank line after it is filler
+    assert token_rank_index(lines, off, k=2).tolist() == [[0, 0, F, F, F, 1, -1, F]]
+    # a completion of blank lines only (the collapse filler_penalty exists for) is filler throughout
+    assert token_rank_index([[]], _offsets("\n\n\n", [1, 2]), k=2).tolist() == [[F, F, F]]
+    # text tokens of no rank stay -1
+    assert token_rank_index([[]], _offsets("Sure!", [2]), k=2).tolist() == [[-1, -1]]
 
 
 def test_token_rank_rejects_bad_spans():
@@ -221,6 +245,13 @@ def test_token_advantages_hand_values():
         early_stop_penalty=-0.2,
     )
     assert custom[0, 7] == 0 and custom[1, 1] == pytest.approx(-0.2)
+    # filler tokens (whitespace outside every line) get filler_penalty; 0 switches it off
+    filler_RT = torch.tensor([[0, FILLER, 1, FILLER, -1]])
+    adv2 = torch.tensor([[0.5, -1.0]])
+    out = token_advantages(adv2, filler_RT, n_lines_R=torch.tensor([2]))
+    torch.testing.assert_close(out, torch.tensor([[0.5, -0.1, -1.0, -0.1, 0.0]]))
+    out = token_advantages(adv2, filler_RT, n_lines_R=torch.tensor([2]), filler_penalty=0.0)
+    torch.testing.assert_close(out, torch.tensor([[0.5, 0.0, -1.0, 0.0, 0.0]]))
     with pytest.raises(ValueError, match="n_lines_R must have shape"):
         token_advantages(adv_RK, rank_RT, n_lines_R=torch.tensor([1]))
     with pytest.raises(ValueError, match="end_R points past"):

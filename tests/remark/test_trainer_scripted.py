@@ -206,6 +206,26 @@ def test_zero_signal_groups_are_dropped_from_the_loss(hand_dataset, hand_model_d
     assert logs["train/kept_frac"] == 0.5
 
 
+@pytest.mark.parametrize("filler_penalty", [-0.1, 0.0])
+def test_blank_lines_get_the_filler_penalty(hand_dataset, hand_model_dir, tmp_path, filler_penalty):
+    """A list of blank lines (the collapse of ProtoQA run 2) is not free: each of its tokens gets
+    ``filler_penalty`` (0 switches it off); its end token is shaped as an early stop."""
+    SCRIPT["r2_saved"] = SCRIPT["r2"]
+    SCRIPT["r2"] = ["\n\n\n\n"] * 4
+    try:
+        trainer, tok = make_trainer(hand_dataset, hand_model_dir, tmp_path, filler_penalty=filler_penalty)
+        trainer.train()
+    finally:
+        SCRIPT["r2"] = SCRIPT.pop("r2_saved")
+    ((cols, out),) = trainer.captured
+    n = len(tok("\n\n\n\n", add_special_tokens=False)["input_ids"])
+    for r, rid in enumerate(cols["request_id"]):
+        if rid == "r2":
+            adv = out["advantages"][r]
+            torch.testing.assert_close(adv[:n], torch.full((n,), filler_penalty))
+            assert float(adv[n]) == pytest.approx(-0.1)  # the end token: an early stop
+
+
 def test_rank_level_ratio_trains_with_reused_batches(hand_dataset, hand_model_dir, tmp_path):
     trainer, _ = make_trainer(
         hand_dataset, hand_model_dir, tmp_path, rank_level_ratio=True, num_iterations=2, max_steps=2
