@@ -5,17 +5,21 @@
 Stages (each skipped when its outputs exist with the same settings; ``--fresh`` starts over):
 
 1. data: scraped dev questions with >= 5 clusters (a seeded random 128) and the 52 crowdsourced dev
-   questions, item = a cluster's first answer lower-cased (``read_protoqa(items="clusters")``), pooled
-   into one row per question, each question's respondents split 50/50 (``data_prep.holdout``) into a
-   train side (``<out>/data/train``) and a held-out side (``<out>/data/heldout``, split ``valid``).
+   questions, item = a cluster's first answer lower-cased (``read_protoqa(items="clusters")``, one
+   catalog via ``data_prep.readers.combine``), pooled into one row per question, each question's
+   respondents split 50/50 (``data_prep.holdout``) into a train side (``<out>/data/train``) and a
+   held-out side, itself split 50/50 again into a validation half (``<out>/data/valid``) and a test half
+   (``<out>/data/test``) when ``data.test_fraction`` is set.
 2. model: byte-level BPE tokenizer (vocab 4096) and a ~1M-parameter Qwen2 model, built locally.
-3. sft: the noisy warm-up (``remark.sft``, targets ``noisy``) on the train side.
+3. sft: the noisy warm-up (``remark.sft.run_sft``, targets ``noisy``) on the train side, validated on
+   the validation half every ``sft.eval_every`` steps (``sft_model/eval_log.jsonl``, ``sampled/``).
 4. train: for each seed, ReMaRk (union, uniform) and Rank-GRPO (responder, per_responder) side by side,
-   one torch thread each, from the same warm-up, equal steps and prompts per step. Validation at step 0
-   and every ``eval.every`` steps on all questions against the held-out respondents: greedy lists and
-   ``num_samples`` sampled lists (``eval/...`` logs in the eval-log contract, the sampled ones under
-   ``sampled/``).
-5. analysis (``analyze.py``): paired CIs at the final and best steps, steps-to-reach, curves, plots.
+   one torch thread each, from the same warm-up, equal steps and prompts per step
+   (``remark.train.run_training``). Validation at step 0 and every ``eval.every`` steps on all questions
+   by ``remark.callbacks.ValidationCallback``: greedy and ``num_samples`` sampled lists, on the
+   validation half (run root, and ``sampled/``) and on the test half (``test/``, ``test/sampled/``).
+5. analysis (``analyze.py``): paired CIs at the final and best steps (best chosen on the validation
+   half, reported on both), steps-to-reach, curves, plots.
 
 Skips with a clear message (exit 0) when the ProtoQA files are absent.
 """
@@ -89,44 +93,6 @@ def peak_rss_mb() -> float:
 
 
 # -- stage 1: data ------------------------------------------------------------------------------------
-def merge_threads(parts: list) -> Any:
-    """Scraped + crowdsourced threads -> one Threads with one catalog (items merged by ``item_id``).
-
-    ``data_prep.readers.combine`` does this too, but its catalog merge calls polars' removed
-    ``Expr.flatten`` (polars 2.x), so it is done here with ``list.explode``.
-    """
-    import polars as pl
-
-    from catalog.table import Catalog
-    from data_prep.schema import Threads
-
-    if len(parts) == 1:
-        return parts[0]
-    df = (
-        pl.concat([p.catalog.df.select("item_id", "title", "year", "aliases", "popularity") for p in parts])
-        .group_by("item_id", maintain_order=True)
-        .agg(
-            pl.col("title").first(),
-            pl.col("year").first(),
-            pl.col("aliases").list.explode(keep_nulls=False, empty_as_null=False).unique().sort(),
-            pl.col("popularity").sum(),
-        )
-    )
-    frame = pl.concat([p.frame for p in parts], how="diagonal_relaxed")
-    return Threads(frame, Catalog(df), dict(parts[0].meta))
-
-
-def floor_popularity(catalog: Any) -> Any:
-    """Popularity >= 1 for every item: ``remark.sft``'s padding draws the whole catalog without
-    replacement with popularity weights, which numpy refuses when an item has weight 0 (crowdsourced
-    cluster items whose raw strings were cleaned away have popularity 0)."""
-    import polars as pl
-
-    from catalog.table import Catalog
-
-    return Catalog(catalog.df.with_columns(pl.col("popularity").fill_null(1.0).clip(lower_bound=1.0)))
-
-
 def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
     import numpy as np
     import polars as pl
@@ -135,7 +101,7 @@ def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
     from data_prep.dataset import write_dataset
     from data_prep.holdout import holdout_responders
     from data_prep.pool import SplitSpec, pool_threads
-    from data_prep.readers import read_protoqa
+    from data_prep.readers import combine, read_protoqa
     from data_prep.stats import dataset_stats
 
     d = cfg["data"]
@@ -148,8 +114,7 @@ def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
     parts = [read_protoqa(protoqa / d["scraped"], items="clusters")]
     if d.get("use_crowdsourced", True):
         parts.append(read_protoqa(protoqa / d["crowdsourced"], items="clusters"))
-    threads = merge_threads(parts)
-    threads.catalog = floor_popularity(threads.catalog)
+    threads = combine(parts)  # one catalog, items merged by item_id (aliases united, popularity summed)
     source_of = {
         rid: name
         for name, part in zip(("scraped", "crowdsourced"), parts, strict=False)
@@ -167,6 +132,15 @@ def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
     keep = chosen | {r for r, s in source_of.items() if s == "crowdsourced"}
     selected = pooled.filter(pl.col("request_id").is_in(sorted(keep)))
     split = holdout_responders(selected, fraction=d["holdout_fraction"], seed=d["holdout_seed"])
+    sides = {"train": split.train, "valid": split.heldout}
+    dropped = list(split.dropped)
+    if d.get("test_fraction"):
+        # the held-out side split again: validation half (model selection) and test half (reported)
+        second = holdout_responders(split.heldout, fraction=d["test_fraction"], seed=d["test_seed"])
+        sides["valid"], sides["test"] = second.train, second.heldout
+        dropped += second.dropped
+    ids = set(sides["valid"]["request_id"].to_list())  # questions on every side
+    sides = {k: v.filter(pl.col("request_id").is_in(sorted(ids))) for k, v in sides.items()}
     meta = {
         **threads.meta,
         "experiment": "protoqa_cpu",
@@ -175,36 +149,76 @@ def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
         "match_mode": d["match_mode"],
         "holdout": split.settings,
     }
-    write_dataset(out / "data" / "train", split.train, threads.catalog, {**meta, "side": "train"})
-    heldout = split.heldout.with_columns(pl.lit("valid").alias("split"))
-    write_dataset(out / "data" / "heldout", heldout, threads.catalog, {**meta, "side": "heldout"})
-    sources = {r: source_of[r] for r in selected["request_id"].to_list()}
+    for side, frame in sides.items():
+        frame = frame.with_columns(
+            pl.lit(side).alias("split")
+        )  # ValidationCallback reads split "valid"/"test"
+        write_dataset(out / "data" / side, frame, threads.catalog, {**meta, "side": side})
+    sources = {r: source_of[r] for r in sorted(ids)}
     write_json(out / "data" / "sources.json", sources)
     n_src = {s: sum(v == s for v in sources.values()) for s in ("scraped", "crowdsourced")}
     info = {
         "stamp": stamp_of(settings),
-        "n_questions": selected.height,
+        "n_questions": len(ids),
         "by_source": n_src,
         "eligible_scraped": len(eligible),
-        "dropped_by_holdout": split.dropped,
+        "dropped_by_holdout": dropped,
         "catalog_items": len(threads.catalog),
-        "train": dataset_stats(split.train.drop("responder_ids")),
-        "heldout": dataset_stats(heldout.drop("responder_ids")),
+        "zero_popularity_items": int((threads.catalog.df["popularity"].fill_null(0) <= 0).sum()),
+        **{side: dataset_stats(frame.drop("responder_ids")) for side, frame in sides.items()},
         "wall_s": time.monotonic() - t0,
     }
     write_json(stamp_path, info)
-    log(f"data: {selected.height} questions {n_src}, catalog {len(threads.catalog)} items")
+    log(f"data: {len(ids)} questions {n_src}, catalog {len(threads.catalog)} items, sides {sorted(sides)}")
     return info
+
+
+# -- validation (the library's) -------------------------------------------------------------------
+def sides(out: Path) -> list[str]:
+    """The held-out sides written by the data stage: ``valid``, and ``test`` when the config asks for one."""
+    return [side for side in ("valid", "test") if (out / "data" / side).is_dir()]
+
+
+def validation(cfg: dict[str, Any], out: Path, side: str, *, every: int, per_step: int, metric: str) -> Any:
+    """``remark.callbacks.ValidationCallback`` on one held-out side, greedy + sampled lists, timed.
+
+    The validation side logs at the run root (as ``validation_data_dir`` would), the test side under
+    ``<run>/test/``. Same sampling seed for every side, step, seed and method: the sides score the same
+    lists, and two runs' sampled lists differ only by their weights.
+    """
+    from hooks import Side  # beside this file
+
+    from data_prep.dataset import load_dataset
+    from remark.callbacks import ValidationCallback
+
+    e = cfg["eval"]
+    inner = ValidationCallback(
+        load_dataset(out / "data" / side),
+        split=side,
+        k=cfg["grpo"]["num_ranks"],
+        every=every,
+        metric=metric,
+        max_new_tokens=cfg["grpo"]["max_completion_length"],
+        match_mode=cfg["data"]["match_mode"],
+        batch_size=e["batch_size"],
+        completions_per_step=per_step,
+        num_samples=e["num_samples"],
+        temperature=e["temperature"],
+        seed=e["seed"],
+    )
+    return Side(inner, None if side == "valid" else side)
 
 
 # -- stage 2-3: tiny model and noisy SFT warm-up ------------------------------------------------------
 def build_sft(cfg: dict[str, Any], out: Path) -> Path:
-    settings = {"model": cfg["model"], "sft": cfg["sft"], "data": cfg["data"]}
+    settings = {"model": cfg["model"], "sft": cfg["sft"], "data": cfg["data"], "eval": cfg["eval"]}
     sft_dir = out / "sft_model"
     if done(sft_dir / "done.json", settings):
         log("sft: reusing " + str(sft_dir))
         return sft_dir
     one_thread()
+    from hooks import NO_CHECKPOINT  # beside this file
+
     from data_prep.dataset import load_dataset
     from remark.data import prompt_messages
     from remark.sft import SFTSettings, run_sft
@@ -226,6 +240,11 @@ def build_sft(cfg: dict[str, Any], out: Path) -> Path:
     )
     if sft_dir.exists():
         shutil.rmtree(sft_dir)
+    # the warm-up's recall on the validation half at 0, eval_every, ..., steps (sft_model/eval_log.jsonl,
+    # sft_model/sampled/); its last value is the GRPO runs' step 0 (same weights, seed and code path)
+    check = validation(
+        cfg, out, "valid", every=s["eval_every"], per_step=s["batch_size"], metric=NO_CHECKPOINT
+    )
     run_sft(
         ds,
         base,
@@ -243,6 +262,7 @@ def build_sft(cfg: dict[str, Any], out: Path) -> Path:
             "seed": s["seed"],
             "dataloader_num_workers": 0,
         },
+        callbacks=[check],
     )
     n_params = sum(
         p.numel()
@@ -257,6 +277,7 @@ def build_sft(cfg: dict[str, Any], out: Path) -> Path:
             "peak_rss_mb": peak_rss_mb(),
             "examples": copies * ds.requests.height,
             "n_params": n_params,
+            "eval_s": check.seconds,
         },
     )
     log(f"sft: done in {time.monotonic() - t0:.0f} s ({n_params / 1e6:.2f}M parameters)")
@@ -277,27 +298,27 @@ def run_settings(cfg: dict[str, Any], method: str, seed: int) -> dict[str, Any]:
 
 
 def worker(cfg: dict[str, Any], out: Path, method: str, seed: int) -> None:
+    """One GRPO run through ``remark.train.run_training``, validated by the library's callback on the
+    validation half (best checkpoint by the primary metric in ``best/``) and scored on the test half."""
     one_thread()
-    from transformers import AutoTokenizer
-    from validation import HeldoutValidation, Progress  # beside this file
+    from hooks import NO_CHECKPOINT, LogHistory, Progress  # beside this file
 
-    from data_prep.dataset import load_dataset
     from remark.config import RemarkGRPOConfig
-    from remark.data import training_dataset
-    from remark.trainer import RemarkGRPOTrainer
+    from remark.train import run_training
 
     g, e = cfg["grpo"], cfg["eval"]
+    if g["steps"] % e["every"]:
+        raise SystemExit(f"grpo.steps ({g['steps']}) must be a multiple of eval.every ({e['every']})")
     run_dir = out / "runs" / f"{method}_s{seed}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     t0, c0 = time.monotonic(), cpu_seconds()
-    train_ds = load_dataset(out / "data" / "train")
-    heldout = load_dataset(out / "data" / "heldout")
-    sft_dir = out / "sft_model"
     m = cfg["methods"][method]
     args = RemarkGRPOConfig(
         output_dir=str(run_dir),
+        data_dir=str(out / "data" / "train"),
+        model_name_or_path=str(out / "sft_model"),
         seed=seed,
         reward_scheme=m["reward_scheme"],
         sampling=m["sampling"],
@@ -321,52 +342,39 @@ def worker(cfg: dict[str, Any], out: Path, method: str, seed: int) -> None:
         logging_steps=5,
         report_to="none",
         disable_tqdm=True,
-        validation_steps=0,  # our own callback validates against the held-out respondents
+        validation_steps=0,  # the validation callbacks below (one per held-out side, same sampling seed)
         dataloader_num_workers=0,
     )
-    train = training_dataset(train_ds, split="train", sampling=args.sampling, k=args.num_ranks)
-    tokenizer = AutoTokenizer.from_pretrained(sft_dir)
-    validation = HeldoutValidation(
-        heldout,
-        every=e["every"],
-        k=g["num_ranks"],
-        ks=tuple(e["ks"]),
-        max_new_tokens=g["max_completion_length"],
-        num_samples=e["num_samples"],
-        temperature=e["temperature"],
-        seed=e["seed"],
-        batch_size=e["batch_size"],
-        match_mode=cfg["data"]["match_mode"],
-        completions_per_step=args.per_device_train_batch_size,
-    )
-    trainer = RemarkGRPOTrainer(
-        model=str(sft_dir),
-        args=args,
-        train_dataset=train,
-        catalog=train_ds.catalog,
-        processing_class=tokenizer,
-        callbacks=[validation, Progress(run_dir / "progress.json")],
-    )
-    setup_s = time.monotonic() - t0
-    trainer.train()
-    trainer.save_model(str(run_dir / "final"))
-    tokenizer.save_pretrained(str(run_dir / "final"))
-    with (run_dir / "train_log.jsonl").open("w") as fh:
-        for rec in trainer.state.log_history:
-            fh.write(json.dumps(rec) + "\n")
+    per_step = args.per_device_train_batch_size
+    primary_mode, primary_key = cfg["analysis"]["primary"]
+    best_by = f"sampled/{primary_key.removeprefix('eval/')}" if primary_mode == "sampled" else primary_key
+    checks = [
+        validation(
+            cfg,
+            out,
+            side,
+            every=e["every"],
+            per_step=per_step,
+            metric=best_by if side == "valid" else NO_CHECKPOINT,
+        )
+        for side in sides(out)
+    ]
+    summary = run_training(args, callbacks=[*checks, Progress(run_dir / "progress.json"), LogHistory()])
     wall = time.monotonic() - t0
+    eval_s = sum(c.seconds for c in checks)
     write_json(
         run_dir / "done.json",
         {
             "stamp": stamp_of(run_settings(cfg, method, seed)),
             "method": method,
             "seed": seed,
-            "steps": trainer.state.global_step,
-            "train_rows": len(train),
+            "steps": summary["global_step"],
+            "best": summary["best"],
             "wall_s": wall,
-            "setup_s": setup_s,
-            "eval_s": validation.eval_seconds,
-            "train_s": wall - setup_s - validation.eval_seconds,
+            "train_runtime_s": summary["train_runtime_s"],
+            "eval_s": eval_s,
+            "eval_s_by_side": {side: c.seconds for side, c in zip(sides(out), checks, strict=True)},
+            "train_s": (summary["train_runtime_s"] or wall) - eval_s,
             "cpu_s": cpu_seconds() - c0,
             "peak_rss_mb": peak_rss_mb(),
             "torch_threads": __import__("torch").get_num_threads(),
