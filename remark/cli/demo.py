@@ -5,7 +5,7 @@ Examples::
     remark demo                                   # the embedded synthetic world: 3-6 minutes on 2 CPU cores
     remark demo --fast --out runs/demo_fast       # tiny everything, under a minute (numbers meaningless)
     remark demo --data protoqa --data-dir protoqa-data/data/dev/dev.scraped.jsonl --out runs/demo_protoqa
-                                                  # real ProtoQA (download it first): about 7 minutes
+                                                  # real ProtoQA (download it first): 7-10 minutes
 
 Writes ``report.md``, ``curves.png`` and ``summary.json`` (plus every stage's outputs) under ``--out``
 and prints where the report is. See ``remark.demo`` (a package: settings, stages, runs, evaluation,
