@@ -12,8 +12,8 @@ import torch
 
 from remark.data import training_dataset
 from remark.recipes import compose_config
-from remark.trainer import RemarkGRPOTrainer
-from tests.remark.conftest import write_hand_dataset
+from tests.remark.conftest import HAND_REQUESTS, HAND_SCRIPT, Capturing, write_hand_dataset
+from tests.remark.conftest import scripted_rollout as shared_rollout
 
 K = 3
 G = 4
@@ -21,26 +21,13 @@ EPS = 1e-4
 
 # request -> (prompt, seen ids, responders' id lists)
 REQUESTS = {
-    "r1": ("Movies like Alpha please", ["F"], [["A", "B"], ["B", "C"]]),
-    "r2": ("Something like Delta", [], [["D"]]),
+    **HAND_REQUESTS,  # r1, r2
     "r3": ("Anything like Epsilon", [], [["E"], ["A"]]),
     "r4": ("Show me Gamma films", [], [["C", "D", "E"]]),
 }
-PROMPT_TO_REQUEST = {text: rid for rid, (text, _, _) in REQUESTS.items()}
 # four lists per request, replayed in order for every group of G rows
 SCRIPT = {
-    "r1": [
-        "Alpha (2001)\nBeta (2002)\nGamma (2003)",
-        "Beta (2002)\nZeta (2006)\nDelta (2004)",
-        "no idea\nAlpha (2001)\nAlpha (2001)",
-        "Delta (2004)\nBeta (2002)",
-    ],
-    "r2": [
-        "Delta (2004)",
-        "Xyz (1990)\nDelta (2004)",
-        "Xyz (1990)\nQrs (1991)\nDelta (2004)",
-        "Delta (2004)\nXyz (1990)",
-    ],
+    **HAND_SCRIPT,  # r1, r2
     "r3": ["Epsilon (2005)\nAlpha (2001)\nBeta (2002)"] * 4,  # identical lists: zero signal
     "r4": ["Gamma (2003)\nDelta (2004)\nEpsilon (2005)"]
     * 4,  # identical and perfect: zero signal, pass rate 1
@@ -99,39 +86,7 @@ def recipe_model_dir(tmp_path_factory):
 
 
 def scripted_rollout(tokenizer, script=SCRIPT, eos=True):
-    counters: dict[str, int] = {}
-
-    def rollout(prompts, trainer):
-        prompt_ids, completion_ids = [], []
-        for messages in prompts:
-            rid = next(r for text, r in PROMPT_TO_REQUEST.items() if text in messages[-1]["content"])
-            i = counters.get(rid, 0)
-            counters[rid] = i + 1
-            rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            prompt_ids.append(tokenizer(rendered, add_special_tokens=False)["input_ids"])
-            ids = tokenizer(script[rid][i % G], add_special_tokens=False)["input_ids"]
-            completion_ids.append([*ids, tokenizer.eos_token_id] if eos else ids)
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
-
-    return rollout
-
-
-class Capturing(RemarkGRPOTrainer):
-    """Keeps every final batch (after refills) with its rows' request and responder."""
-
-    def _finish_batch(self, rounds, selected, mode):
-        out = super()._finish_batch(rounds, selected, mode)
-        rows = [rounds[i].inputs[r] for i, r in _ordered(selected)]
-        cols = {c: [x[c] for x in rows] for c in ("request_id", "responder_index")}
-        self.captured.append((cols, out))
-        return out
-
-
-def _ordered(selected):
-    by_round: dict[int, list[int]] = {}
-    for i, r in selected:
-        by_round.setdefault(i, []).append(r)
-    return [(i, r) for i in by_round for r in by_round[i]]
+    return shared_rollout(tokenizer, script, REQUESTS, eos=eos)
 
 
 def run_fields(tmp_path, scheme="union", **overrides):

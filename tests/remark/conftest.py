@@ -1,4 +1,5 @@
-"""Fixtures for trainer tests: hand-built pooled datasets and tiny models (all local, CPU)."""
+"""Fixtures for trainer tests: hand-built pooled datasets, tiny models (all local, CPU), and scripted
+rollouts with a trainer that keeps its batches (shared with tests/recipes)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from catalog.table import Catalog
 from data_prep.dataset import write_dataset
 from data_prep.pool import pool_threads
 from data_prep.schema import Threads
+from remark.trainer import RemarkGRPOTrainer
 
 HAND_ITEMS = {
     "A": ("Alpha", 2001),
@@ -23,6 +25,23 @@ HAND_ITEMS = {
 HAND_REQUESTS = {
     "r1": ("Movies like Alpha please", ["F"], [["A", "B"], ["B", "C"]]),
     "r2": ("Something like Delta", [], [["D"]]),
+}
+
+
+# four lists per request, replayed in order for every group of rows of the request
+HAND_SCRIPT = {
+    "r1": [
+        "Alpha (2001)\nBeta (2002)\nGamma (2003)",  # union hits [1, 1, 1], complete
+        "Beta (2002)\nZeta (2006)\nDelta (2004)",  # [1, 0, 0]: Zeta is seen, Delta not in r1's union
+        "no idea\nAlpha (2001)\nAlpha (2001)",  # [0, 1, 0]: unparsed slot 1, repeat at slot 3
+        "Delta (2004)\nBeta (2002)",  # [0, 1, 0], stops early
+    ],
+    "r2": [
+        "Delta (2004)",  # [1, 0, 0]
+        "Xyz (1990)\nDelta (2004)",  # [0, 1, 0]
+        "Xyz (1990)\nQrs (1991)\nDelta (2004)",  # [0, 0, 1]
+        "Delta (2004)\nXyz (1990)",  # [1, 0, 0]
+    ],
 }
 
 
@@ -81,3 +100,38 @@ def build_hand_model(out_dir, prompts):
 @pytest.fixture(scope="session")
 def hand_model_dir(tmp_path_factory):
     return build_hand_model(tmp_path_factory.mktemp("hand_model"), [t for t, _, _ in HAND_REQUESTS.values()])
+
+
+def scripted_rollout(tokenizer, script, requests=HAND_REQUESTS, eos=True):
+    """A ``rollout_func`` that replaces sampling with fixed lists: the i-th row of request ``rid`` (found
+    by its prompt text in ``requests``) gets ``script[rid][i % len(script[rid])]``, plus the end token
+    when ``eos``. ``script`` is read at call time, so a test may swap a request's lists."""
+    counters: dict[str, int] = {}
+
+    def rollout(prompts, trainer):
+        prompt_ids, completion_ids = [], []
+        for messages in prompts:
+            rid = next(r for r, (text, _, _) in requests.items() if text in messages[-1]["content"])
+            i = counters.get(rid, 0)
+            counters[rid] = i + 1
+            rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            prompt_ids.append(tokenizer(rendered, add_special_tokens=False)["input_ids"])
+            ids = tokenizer(script[rid][i % len(script[rid])], add_special_tokens=False)["input_ids"]
+            completion_ids.append([*ids, tokenizer.eos_token_id] if eos else ids)
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
+
+    return rollout
+
+
+class Capturing(RemarkGRPOTrainer):
+    """Keeps every final batch (after refills) with its rows' request and responder in ``captured``."""
+
+    def _finish_batch(self, rounds, selected, mode):
+        out = super()._finish_batch(rounds, selected, mode)
+        by_round: dict[int, list[int]] = {}
+        for i, r in selected:
+            by_round.setdefault(i, []).append(r)
+        rows = [rounds[i].inputs[r] for i in by_round for r in by_round[i]]
+        cols = {c: [x[c] for x in rows] for c in ("request_id", "responder_index")}
+        self.captured.append((cols, out))
+        return out

@@ -14,24 +14,11 @@ import torch
 
 from remark.config import RemarkGRPOConfig
 from remark.data import training_dataset
-from remark.trainer import RemarkGRPOTrainer
+from tests.remark.conftest import HAND_SCRIPT, Capturing, scripted_rollout
 
 K = 3
 EPS = 1e-4
-SCRIPT = {
-    "r1": [
-        "Alpha (2001)\nBeta (2002)\nGamma (2003)",  # union hits [1, 1, 1], complete
-        "Beta (2002)\nZeta (2006)\nDelta (2004)",  # [1, 0, 0]: Zeta is seen, Delta not in r1's union
-        "no idea\nAlpha (2001)\nAlpha (2001)",  # [0, 1, 0]: unparsed slot 1, repeat at slot 3
-        "Delta (2004)\nBeta (2002)",  # [0, 1, 0], stops early
-    ],
-    "r2": [
-        "Delta (2004)",  # [1, 0, 0]
-        "Xyz (1990)\nDelta (2004)",  # [0, 1, 0]
-        "Xyz (1990)\nQrs (1991)\nDelta (2004)",  # [0, 0, 1]
-        "Delta (2004)\nXyz (1990)",  # [1, 0, 0]
-    ],
-}
+SCRIPT = {rid: list(lists) for rid, lists in HAND_SCRIPT.items()}  # tests swap r2's lists
 REWARDS = {
     "r1": [[1, 1, 1], [1, 0, 0], [0, 1, 0], [0, 1, 0]],
     "r2": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]],
@@ -41,37 +28,6 @@ REWARDS = {
 def group_advantages(rewards):
     r = torch.tensor(rewards, dtype=torch.float64)
     return (r - r.mean(0)) / (r.std(0, unbiased=True) + EPS)
-
-
-def scripted_rollout(tokenizer):
-    counters: dict[str, int] = {}
-    by_prompt: dict[str, str] = {}
-
-    def rollout(prompts, trainer):
-        prompt_ids, completion_ids = [], []
-        for messages in prompts:
-            text = messages[-1]["content"]
-            rid = "r1" if "Alpha please" in text else "r2"
-            by_prompt[text] = rid
-            i = counters.get(rid, 0)
-            counters[rid] = i + 1
-            rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            prompt_ids.append(tokenizer(rendered, add_special_tokens=False)["input_ids"])
-            ids = tokenizer(SCRIPT[rid][i % 4], add_special_tokens=False)["input_ids"]
-            completion_ids.append([*ids, tokenizer.eos_token_id])
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None}
-
-    return rollout
-
-
-class Capturing(RemarkGRPOTrainer):
-    captured: list
-
-    def _generate_and_score_completions(self, inputs):
-        out = super()._generate_and_score_completions(inputs)
-        cols = {c: [x[c] for x in inputs] for c in ("request_id", "responder_index")}
-        self.captured.append((cols, out))
-        return out
 
 
 def make_trainer(hand_dataset, hand_model_dir, tmp_path, **overrides):
@@ -108,7 +64,7 @@ def make_trainer(hand_dataset, hand_model_dir, tmp_path, **overrides):
         train_dataset=train,
         catalog=hand_dataset.catalog,
         processing_class=tok,
-        rollout_func=scripted_rollout(tok),
+        rollout_func=scripted_rollout(tok, SCRIPT),
     )
     trainer.captured = []
     return trainer, tok
