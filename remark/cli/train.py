@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from catalog.errors import InputError
-    from remark.recipes import compose_config
+    from remark.config import compose_config
     from remark.train import run_training
 
     if args.config is None and args.recipe is None:

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from remark.config import compose_config
 from remark.data import training_dataset
-from remark.recipes import compose_config
 from tests.remark.conftest import HAND_REQUESTS, HAND_SCRIPT, Capturing, write_hand_dataset
 from tests.remark.conftest import scripted_rollout as shared_rollout
 

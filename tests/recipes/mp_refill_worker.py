@@ -20,8 +20,8 @@ def main(model_dir: str, out: str) -> None:
     import torch
     from transformers import AutoTokenizer
 
+    from remark.config import compose_config
     from remark.data import training_dataset
-    from remark.recipes import compose_config
 
     torch.set_num_threads(1)
     tok = AutoTokenizer.from_pretrained(model_dir)

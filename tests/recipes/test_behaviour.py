@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from remark.recipes import compose_config
+from remark.config import compose_config
 from tests.recipes.conftest import (
     SIGNAL,
     G,

@@ -7,7 +7,8 @@ import shlex
 from pathlib import Path
 
 from remark.cli.main import build_parser
-from remark.recipes import compose_config, recipe_names
+from remark.config import compose_config
+from remark.recipes import recipe_names
 
 REPO = Path(__file__).resolve().parents[2]
 

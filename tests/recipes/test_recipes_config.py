@@ -10,7 +10,8 @@ import yaml
 
 from catalog.errors import InputError
 from remark.cli.main import main
-from remark.recipes import LOSS_FAMILY_FIELDS, compose_config, list_recipes, load_recipe, recipe_names
+from remark.config import compose_config
+from remark.recipes import LOSS_FAMILY_FIELDS, list_recipes, load_recipe, recipe_names
 
 RUN = {
     "use_cpu": True,

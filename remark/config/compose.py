@@ -1,0 +1,117 @@
+"""Recipe < config file < ``--set``: the one way a run's config is composed (``remark train``).
+
+A recipe (``remark.recipes``) sets loss-family fields only; the run config file sets what to train on;
+``--set`` overrides both. Every recipe field the file or ``--set`` changes is reported (:class:`Override`),
+so a user sees when a config undoes a recipe, and notes say when a recipe's settings cannot act on this
+run (an on-policy batch makes importance ratios 1). Validation runs on the composed fields
+(``remark.config.validate``), before any model loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import InputError
+from remark.config.fields import RemarkGRPOConfig
+from remark.config.files import load_config, read_config_values
+from remark.recipes import RATIO_FIELDS, RECIPE_DIR, Recipe, load_recipe
+
+
+@dataclass(frozen=True)
+class Override:
+    """A recipe field changed by the config file (``by="config"``) or ``--set`` (``by="--set"``)."""
+
+    field: str
+    recipe_value: Any
+    value: Any
+    by: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.recipe_value!r} -> {self.value!r} (by {self.by})"
+
+
+@dataclass
+class Composed:
+    """A validated config built from a recipe, a config file and ``--set``, and what changed on the way."""
+
+    config: RemarkGRPOConfig
+    recipe: Recipe | None
+    overridden: list[Override] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def report(self) -> list[str]:
+        """Lines to show the user before training: the recipe, what overrode it, notes."""
+        if self.recipe is None:
+            return list(self.notes)
+        lines = [f"recipe {self.recipe.name!r}: {self.recipe.description}"]
+        if self.overridden:
+            lines.append(f"recipe {self.recipe.name!r}: {len(self.overridden)} field(s) overridden:")
+            lines += [f"  {o}" for o in self.overridden]
+        return lines + list(self.notes)
+
+
+def compose_config(
+    recipe: str | Path | None,
+    config_path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Composed:
+    """Recipe fields, then the config file, then ``overrides``; validated (``remark.config.load_config``).
+
+    ``recipe`` None uses the config file's own ``recipe:`` key if it has one. A config file naming a
+    different recipe than ``recipe`` is an error. Raises ``InputError`` before any model loads.
+    """
+    overrides = dict(overrides or {})
+    file_values = read_config_values(config_path) if config_path is not None else {}
+    named = overrides.get("recipe", file_values.get("recipe"))
+    if recipe is None:
+        recipe = named
+    elif named is not None and str(named) != Path(str(recipe)).stem:
+        raise InputError(
+            f"--recipe {str(recipe)!r} contradicts recipe: {named!r} in the config",
+            path=config_path,
+            field="recipe",
+            hint="drop one of them",
+        )
+    rec = load_recipe(recipe) if recipe is not None else None
+    base = dict(rec.fields) if rec is not None else {}
+    if rec is not None:
+        overrides["recipe"] = rec.name if rec.path.parent == RECIPE_DIR else str(rec.path)
+    overridden = []
+    for key, recipe_value in base.items():
+        value, by = recipe_value, None
+        if key in file_values and file_values[key] != value:
+            value, by = file_values[key], "config"
+        if key in overrides and overrides[key] != value:
+            value, by = overrides[key], "--set"
+        if by is not None:
+            overridden.append(Override(key, recipe_value, value, by))
+    cfg = load_config(config_path, overrides, base=base)
+    return Composed(cfg, rec, overridden, _notes(cfg, rec))
+
+
+def _notes(cfg: Any, rec: Recipe | None) -> list[str]:
+    """Things a user should know about how the composed recipe behaves on this run."""
+    notes = []
+    asked = set(rec.fields) if rec is not None else set()
+    if (
+        cfg.vllm_importance_sampling_correction
+        and not cfg.use_vllm
+        and "vllm_importance_sampling_correction" in asked
+    ):
+        notes.append(
+            f"note: truncated importance sampling (vllm_importance_sampling_mode={cfg.vllm_importance_sampling_mode}, "
+            f"clip_max={cfg.vllm_importance_sampling_clip_max}) corrects vLLM's sampling log-probs; with use_vllm=false "
+            "the policy samples its own completions and the correction is a no-op"
+        )
+    reused = cfg.num_iterations > 1 or cfg.gradient_accumulation_steps % cfg.steps_per_generation != 0
+    token_or_rank = cfg.importance_sampling_level == "token" and cfg.gmpo_level != "sequence"
+    if not reused and not cfg.use_vllm and token_or_rank and asked & set(RATIO_FIELDS):
+        # a sequence-level ratio still mixes the ranks' advantages on-policy; token and rank levels do not
+        notes.append(
+            "note: num_iterations=1 and one generation per optimizer step: every batch is used once, on-policy, "
+            "so importance ratios are 1, clipping never fires and token- or rank-level ratio settings leave the "
+            "gradient unchanged; raise num_iterations (or steps_per_generation) to see them act"
+        )
+    return notes

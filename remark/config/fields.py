@@ -1,0 +1,259 @@
+"""``RemarkGRPOConfig``: TRL's ``GRPOConfig`` plus the rank-level fields (the field definitions only).
+
+Departures from TRL's defaults, on purpose:
+
+- ``loss_type`` and ``scale_rewards`` have no default here: TRL changed both across versions (``bnpo`` was
+  the default in trl 0.21, which Rank-GRPO used; ``dapo`` is the default in trl 1.x), so a run must say
+  which it means. ``scale_rewards`` is kept equal to ``advantage_scaling`` (the per-rank scaling the
+  trainer applies), so TRL's own logged scalar advantages use the same rule.
+- Every rank-level option (reward scheme, K, matcher, sampling, filters, length shaping, rank-level
+  ratio, validation, divergence guard) is a documented field, checked in ``__post_init__``
+  (``remark.config.validate``) with an error that says what to change.
+- The GRPO-family options TRL lacks (``advantage_baseline``, ``gmpo_level``, ``loss_aggregation``,
+  ``truncation``, ``refill_batch``; ``remark.algos.family``) are fields too. Named recipes
+  (``remark.recipes``) are sets of these fields, composed under a run file by ``remark.config.compose``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig
+
+from remark.config.validate import LOSS_TYPES, validate_remark_fields, validate_remark_layout
+
+
+@dataclass
+class RemarkGRPOConfig(GRPOConfig):
+    """GRPO with rank-level advantages. Fields below are remark's; the rest are TRL's ``GRPOConfig``."""
+
+    # --- what to train on --------------------------------------------------------------------------
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={"help": "Model directory or hub id (a local directory when HF_HUB_OFFLINE=1)."},
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata={"help": "A pooled dataset directory written by `remark prep` (requests.parquet ...)."},
+    )
+    train_split: str = field(default="train", metadata={"help": "Split of requests.parquet to train on."})
+    valid_split: str = field(default="valid", metadata={"help": "Split used by validation during training."})
+
+    # --- rank rewards and advantages --------------------------------------------------------------
+    reward_scheme: str = field(
+        default="union",
+        metadata={
+            "help": "Per-rank reward: 'union' (ReMaRk: hit if any responder named it), 'responder' (Rank-GRPO "
+            "exp_inf: one responder's items), 'marginal' (c/n_x), 'responder_rb' (Rank-GRPO's advantages "
+            "averaged over all responders)."
+        },
+    )
+    log_decay: bool = field(
+        default=False,
+        metadata={"help": "Rank-GRPO's log_decay modifier: r_k = sum_{j>=k} hit_j / log2(j+1)."},
+    )
+    advantage_scaling: str = field(
+        default="group",
+        metadata={
+            "help": "Per-rank scaling: 'group' (std over G + eps, Rank-GRPO), 'batch', 'none' (Dr. GRPO)."
+        },
+    )
+    advantage_eps: float = field(default=1e-4, metadata={"help": "eps added to the std in 'group'/'batch'."})
+    num_ranks: int = field(
+        default=20, metadata={"help": "K: list length the policy is asked for and rewarded on."}
+    )
+    match_mode: str = field(
+        default="fuzzy", metadata={"help": "Grounding of generated titles: 'exact' (Rank-GRPO) or 'fuzzy'."}
+    )
+    year_tolerance: int = field(
+        default=2, metadata={"help": "Years a title may be off and still match (+-)."}
+    )
+    match_threshold: float | None = field(
+        default=None, metadata={"help": "Fuzzy score threshold (0-100); None uses the matcher's default."}
+    )
+    sampling: str = field(
+        default="uniform",
+        metadata={
+            "help": "'uniform': one row per request (ReMaRk); 'per_responder': one row per (request, responder), "
+            "so a request with n responders is drawn n times as often (Rank-GRPO)."
+        },
+    )
+
+    # --- filters and shaping ---------------------------------------------------------------------
+    zero_signal_filter: bool = field(
+        default=False,
+        metadata={
+            "help": "Drop groups whose G reward vectors are all equal from the loss (ScaleRL / Olmo 3)."
+        },
+    )
+    pass_rate_drop: float | None = field(
+        default=None,
+        metadata={
+            "help": "Drop requests for good once a group's pass rate reaches this (ScaleRL 0.9, Olmo 3 0.875)."
+        },
+    )
+    overflow_penalty: float = field(
+        default=-0.1, metadata={"help": "Advantage of every token of a line past K (Rank-GRPO: -0.1)."}
+    )
+    filler_penalty: float = field(
+        default=-0.1,
+        metadata={
+            "help": "Advantage of every whitespace-only token outside the list's lines (blank lines, indentation). "
+            "Rank-GRPO made blank lines slots; here they hold no rank, and at 0 a policy can drift into blank lines."
+        },
+    )
+    eos_complete_bonus: float = field(
+        default=0.1, metadata={"help": "End-token advantage when the list has K items (Rank-GRPO: +0.1)."}
+    )
+    eos_early_penalty: float = field(
+        default=-0.1,
+        metadata={"help": "End-token advantage when the list stops before K items (Rank-GRPO: -0.1)."},
+    )
+    rank_level_ratio: bool = field(
+        default=False,
+        metadata={
+            "help": "Importance ratio per rank: exp(mean of the rank's token log-ratios), as Rank-GRPO. Only matters "
+            "when num_iterations > 1 (with one update per generation the ratio is 1)."
+        },
+    )
+
+    # --- the GRPO family (remark.algos.family; recipes in configs/recipes, docs/recipes.md) ----------
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": "Name of the recipe whose fields this run starts from (`remark train --recipe NAME`; a config "
+            "file may name one too). Recorded in remark_config.json."
+        },
+    )
+    advantage_baseline: str = field(
+        default="mean",
+        metadata={
+            "help": "What is subtracted from rank rewards: 'mean' (group mean, GRPO), 'rloo' (mean of the other "
+            "G - 1 lists, RLOO), 'batch' (mean of the rank over the batch, REINFORCE++)."
+        },
+    )
+    gmpo_level: str | None = field(
+        default=None,
+        metadata={
+            "help": "GMPO's geometric-mean objective: per-token log-ratios clipped in log space to [-epsilon, "
+            "epsilon_high] in the advantage's direction, averaged over each 'rank' (or the whole 'sequence'), "
+            "exponentiated, times the advantage; TRL's own clip is off. None = TRL's objective."
+        },
+    )
+    loss_aggregation: str = field(
+        default="token",
+        metadata={
+            "help": "'token': TRL's aggregation for loss_type; 'prompt': average over prompt groups of each "
+            "group's token mean (ScaleRL; needs loss_type dapo or cispo)."
+        },
+    )
+    truncation: str = field(
+        default="score",
+        metadata={
+            "help": "A list cut at max_completion_length: 'score' (as parsed) or 'interrupt' (ScaleRL's forced "
+            "interruption: ended at the cap, its cut last line earns 0). TRL's mask_truncated_completions "
+            "(DAPO's overlong filtering) drops it from the loss instead."
+        },
+    )
+    refill_batch: bool = field(
+        default=False,
+        metadata={
+            "help": "DAPO's dynamic sampling / Olmo 3's active sampling: replace zero-signal groups (and groups of "
+            "requests dropped by pass_rate_drop) by groups of further prompts until the batch is full. "
+            "Needs zero_signal_filter."
+        },
+    )
+    refill_max_rounds: int = field(
+        default=8,
+        metadata={
+            "help": "Extra generation rounds per batch at most; groups still missing then stay in the batch, "
+            "masked by the zero-signal filter."
+        },
+    )
+
+    # --- validation and safety -------------------------------------------------------------------
+    validation_steps: int = field(
+        default=0,
+        metadata={"help": "Validate (greedy lists on valid_split) every N steps and at step 0; 0 = off."},
+    )
+    validation_metric: str = field(
+        default="eval/recall@20/union",
+        metadata={
+            "help": "Metric that picks the best checkpoint: eval/<metric>@<k>/<view> on greedy lists, or "
+            "sampled/<metric>@<k>/<view> on sampled ones (needs validation_num_samples)."
+        },
+    )
+    validation_max_requests: int | None = field(
+        default=None, metadata={"help": "Validate on the first N requests of valid_split (None = all)."}
+    )
+    validation_batch_size: int = field(
+        default=32, metadata={"help": "Prompts per generation batch in validation."}
+    )
+    validation_data_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Validate against another prepared dataset (e.g. held-out responders of the same requests, "
+            "data_prep.holdout); default: data_dir."
+        },
+    )
+    validation_num_samples: int = field(
+        default=0,
+        metadata={
+            "help": "Also score N sampled lists per request at validation_temperature (small models' greedy lists "
+            "repeat one item: docs/experiments pitfall 1); written under <output_dir>/sampled/ in the same format."
+        },
+    )
+    validation_temperature: float = field(
+        default=1.0, metadata={"help": "Temperature of sampled validation."}
+    )
+    divergence_kl: float | None = field(
+        default=None, metadata={"help": "Stop (keeping the best checkpoint) when the logged KL exceeds this."}
+    )
+    divergence_log_ratio: float | None = field(
+        default=None, metadata={"help": "Stop when the mean |log ratio| to the reference exceeds this."}
+    )
+
+    # --- online group-size adaptation (remark.planning.adaptive) -------------------------------
+    group_size_profile: str | None = field(
+        default=None,
+        metadata={
+            "help": "Cost profile JSON (bench/gpu_check.py): enables the group-size advisor, which re-plans G from "
+            "live pass rates, logs plan/recommended_G and writes it into checkpoints (applied on resume)."
+        },
+    )
+    group_size_memory_budget_gb: float | None = field(
+        default=None, metadata={"help": "Memory budget (GB) for the group-size advisor."}
+    )
+    group_size_every: int = field(default=50, metadata={"help": "Steps between group-size recommendations."})
+    group_size_candidates: list[int] | None = field(
+        default=None,
+        metadata={"help": "G values the advisor may recommend (default: divisors of the batch)."},
+    )
+    adapt_group_size: bool = field(
+        default=True,
+        metadata={"help": "On resume, use the checkpoint's recommended G (requests per step kept fixed)."},
+    )
+
+    # --- tiny CPU runs ---------------------------------------------------------------------------
+    build_tiny: dict[str, Any] | None = field(
+        default=None,
+        metadata={
+            "help": "Build synthetic data and a tiny model under output_dir before training (keys: n_requests, "
+            "n_items, seed, sft_steps, spec); used by configs/tiny_cpu.yaml so it runs anywhere."
+        },
+    )
+
+    # TRL changed these defaults across versions: a run must set them (see the module docstring).
+    loss_type: str | None = field(
+        default=None, metadata={"help": f"One of {', '.join(LOSS_TYPES)} (required)."}
+    )
+    scale_rewards: str | None = field(
+        default=None,
+        metadata={"help": "Must equal advantage_scaling: 'group', 'batch' or 'none' (required)."},
+    )
+
+    def __post_init__(self) -> None:
+        validate_remark_fields(self)
+        super().__post_init__()
+        validate_remark_layout(self)
