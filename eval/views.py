@@ -1,14 +1,14 @@
 """Score lists of catalog ids against pooled requests: per-responder, union and single-mention views.
 
-This is the one scoring path for evaluation *and* the trainer's validation (design.md: train and eval never
-compute "the same" metric in two places). Input: the pooled ``requests`` frame (``request_id``, ``seen``,
+This is the one scoring path for evaluation *and* the trainer's validation (docs/architecture.md: train
+and eval never compute "the same" metric in two places). Input: the pooled ``requests`` frame (``request_id``, ``seen``,
 ``responders``, ``union``, ``counts``; data_prep's schema) and one ranked list of grounded catalog ids per
 request (``None`` for a slot that did not parse or ground), or several lists per request (sampled
 evaluation) with ``list_request`` giving each list's request row. Output: a per-request table in the
 training eval-log format (docs/architecture.md): ``request_id``, one ``eval/<metric>@<k>/<view>`` column per
 metric, ``n_rows`` (the per-responder weight) and list diagnostics.
 
-Views (design.md, "Metrics"):
+Views (docs/metrics.md, "Views"):
 
 - ``per_responder``: one row per (request, responder), ``T = R_r``; rows averaged over all rows, as
   Rank-GRPO. Per request we store the mean over its rows and ``n_rows``; the overall value is the ratio of
@@ -20,6 +20,12 @@ Exclusions are never silent: responders with no grounded item, requests with an 
 without single-mention items get null values and are counted in :attr:`ScoredLists.counts`. ``T`` is taken
 as given (seen items are not removed from it; data_prep keeps them out of ``responders``).
 With several lists per request (samples), a request's value is the mean over its lists (and responders).
+
+Slot filters (:data:`eval.metrics.FILTERS`, He et al.'s variants): the plain key
+``eval/<metric>@<k>/<view>`` is scored with the primary filter (``compact=True``: ``drop_ooc_seen``,
+``compact=False``: ``drop_none``); each filter named in ``filters`` adds the same metrics under
+``eval/<metric>@<k>/<view>/<filter>``, e.g. ``eval/mrr@10/per_responder/drop_ooc``. A variant key has
+the view's weights (``n_rows`` for per-responder). docs/metrics.md lists every name.
 """
 
 from __future__ import annotations
@@ -33,11 +39,14 @@ import polars as pl
 
 from eval.metrics import (
     DEFAULT_KS,
+    FILTERS,
     METRICS,
-    apply_eligibility,
+    check_filters,
     check_ks,
     check_metrics,
     eligibility,
+    filter_for,
+    filter_slots,
     hit_matrix,
     metrics_at_k,
     pad_lists,
@@ -49,23 +58,45 @@ VIEWS: tuple[View, ...] = ("per_responder", "union", "single_mention")
 REQUIRED_COLUMNS = ("request_id", "seen", "responders", "union", "counts")
 
 
-def metric_key(metric_at_k: str, view: str) -> str:
-    """Namespaced metric name, e.g. ``metric_key("recall@20", "union") == "eval/recall@20/union"``."""
-    return f"eval/{metric_at_k}/{view}"
+def metric_key(metric_at_k: str, view: str, slot_filter: str | None = None) -> str:
+    """Namespaced metric name, e.g. ``metric_key("recall@20", "union") == "eval/recall@20/union"`` and
+    ``metric_key("mrr@10", "union", "drop_ooc") == "eval/mrr@10/union/drop_ooc"``."""
+    return f"eval/{metric_at_k}/{view}" + (f"/{slot_filter}" if slot_filter else "")
 
 
 def split_key(key: str) -> tuple[str, str]:
-    """``"eval/recall@20/union"`` -> ``("recall@20", "union")``."""
+    """``"eval/recall@20/union"`` -> ``("recall@20", "union")``; a filter variant keeps its filter in the
+    view: ``"eval/recall@20/union/drop_none"`` -> ``("recall@20", "union/drop_none")``."""
     parts = key.split("/")
-    if len(parts) != 3 or parts[0] != "eval" or parts[2] not in VIEWS or "@" not in parts[1]:
-        raise ValueError(f"not a metric key of the form eval/<metric>@<k>/<view>: {key!r}")
-    return parts[1], parts[2]
+    ok = (
+        len(parts) in (3, 4)
+        and parts[0] == "eval"
+        and parts[2] in VIEWS
+        and "@" in parts[1]
+        and (len(parts) == 3 or parts[3] in FILTERS)
+    )
+    if not ok:
+        raise ValueError(
+            f"not a metric key of the form eval/<metric>@<k>/<view>[/<filter>]: {key!r} "
+            f"(views: {', '.join(VIEWS)}; filters: {', '.join(FILTERS)})"
+        )
+    return parts[1], "/".join(parts[2:])
+
+
+def base_view(view: str) -> str:
+    """The view without its filter: ``"per_responder/drop_ooc"`` -> ``"per_responder"``."""
+    return view.split("/")[0]
+
+
+def key_views(keys: Sequence[str]) -> list[str]:
+    """The distinct views of metric keys (filter variants included), in order of first appearance."""
+    return list(dict.fromkeys(split_key(k)[1] for k in keys))
 
 
 def weights_for(per_request: pl.DataFrame, key: str) -> np.ndarray:
     """Per-request weights of a metric column: ``n_rows`` for per-responder keys, else 1; 0 where null."""
     values = per_request[key]
-    if split_key(key)[1] == "per_responder":
+    if base_view(split_key(key)[1]) == "per_responder":
         w = per_request["n_rows"].cast(pl.Float64).to_numpy()
     else:
         w = np.ones(per_request.height)
@@ -124,18 +155,21 @@ def score_lists(
     metrics: Sequence[str] = METRICS,
     views: Sequence[str] = VIEWS,
     compact: bool = True,
+    filters: Sequence[str] = (),
 ) -> ScoredLists:
     """Score ranked lists of catalog ids (``None`` = empty slot) against pooled requests.
 
     ``ranked`` has L lists; ``list_request[l]`` is the row of ``requests`` list ``l`` answers (default:
     list l answers row l, so L must equal the number of requests). Every request needs at least one list.
-    Returns per-request values (mean over the request's lists) for each ``eval/<metric>@<k>/<view>``.
+    Returns per-request values (mean over the request's lists) for each ``eval/<metric>@<k>/<view>``
+    (primary filter, from ``compact``) and each ``eval/<metric>@<k>/<view>/<filter>`` of ``filters``.
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in requests.columns]
     if missing:
         raise ValueError(f"requests frame lacks column(s) {missing}; expected data_prep's pooled schema")
     ks = check_ks(ks)
     names = check_metrics(metrics)
+    variants = check_filters(filters)
     bad = [v for v in views if v not in VIEWS]
     if bad or not views:
         raise ValueError(f"unknown view(s) {bad or list(views)!r}; valid: {', '.join(VIEWS)}")
@@ -177,25 +211,25 @@ def score_lists(
     seen_group = np.repeat(np.arange(n_req), seen_len)
     seen_keys = pair_keys(seen_group[c_seen >= 0], c_seen[c_seen >= 0], n_items)
     elig = eligibility(ids, group_L, seen_keys, n_items)
-    slots = apply_eligibility(ids, elig, compact=compact)
     distinct = eligibility(ids, group_L, np.empty(0, np.int64), n_items)
 
     columns: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {"n_requests": n_req, "n_lists": n_lists}
     n_rows_req = np.zeros(n_req, dtype=np.int64)
 
-    def add_view(view: str, values: dict[str, np.ndarray], row_req: np.ndarray) -> None:
+    def add_view(view: str, values: dict[str, np.ndarray], row_req: np.ndarray, suffix: str | None) -> None:
         for name, v in values.items():
             s, c = _by_group(v, row_req, n_req)
-            columns[metric_key(name, view)] = np.where(c > 0, s / np.maximum(c, 1), np.nan)
+            columns[metric_key(name, view, suffix)] = np.where(c > 0, s / np.maximum(c, 1), np.nan)
 
+    # Targets per view (independent of the slot filter): (target keys, |T| per scored row, row -> request).
+    targets: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     req_union = np.repeat(np.arange(n_req), union_len)
     for view in (v for v in VIEWS if v in views and v != "per_responder"):
         mask = np.ones(c_union.shape, bool) if view == "union" else counts_flat.to_numpy() == 1
         keys = pair_keys(req_union[mask], c_union[mask], n_items)
         n_t = _distinct_per_group(req_union[mask], c_union[mask], n_items, n_req)
-        hits = hit_matrix(slots, group_L, keys, n_items)
-        add_view(view, metrics_at_k(hits, n_t[group_L], ks, names), group_L)
+        targets[view] = (np.arange(n_lists), group_L, keys, n_t[group_L])
         counts[f"{view}/n_excluded_requests"] = int((n_t == 0).sum())
     if "per_responder" in views:
         n_g = int(n_resp.sum())
@@ -207,12 +241,18 @@ def score_lists(
         nr = n_resp[group_L]
         row_list = np.repeat(np.arange(n_lists), nr)
         row_resp = resp_start[group_L][row_list] + (np.arange(nr.sum()) - np.repeat(np.cumsum(nr) - nr, nr))
-        hits = hit_matrix(slots[row_list], row_resp, keys, n_items)
-        add_view("per_responder", metrics_at_k(hits, n_t[row_resp], ks, names), group_L[row_list])
+        targets["per_responder"] = (row_list, row_resp, keys, n_t[row_resp])
         n_rows_req = np.bincount(resp_req[n_t > 0], minlength=n_req)
         counts["per_responder/n_rows"] = int(n_rows_req.sum())
         counts["per_responder/n_excluded_rows"] = int((n_t == 0).sum())
         counts["per_responder/n_excluded_requests"] = int((n_rows_req == 0).sum())
+
+    passes = [(None, filter_for(compact))] + [(name, FILTERS[name]) for name in variants]
+    for suffix, slot_filter in passes:
+        slots = filter_slots(ids, elig, slot_filter)
+        for view, (row_list_v, row_target, keys, n_t_rows) in targets.items():
+            hits = hit_matrix(slots[row_list_v], row_target, keys, n_items)
+            add_view(view, metrics_at_k(hits, n_t_rows, ks, names), group_L[row_list_v], suffix)
 
     def per_req_mean(x: np.ndarray) -> np.ndarray:
         return np.bincount(group_L, weights=x.astype(np.float64), minlength=n_req) / lists_per_req
@@ -226,7 +266,14 @@ def score_lists(
         n_seen_slots=int(seen_slots.sum()),
         n_repeat_slots=int(has.sum() - distinct.sum()),
     )
-    keys_out = tuple(metric_key(f"{m}@{k}", v) for v in VIEWS if v in views for m in names for k in ks)
+    keys_out = tuple(
+        metric_key(f"{m}@{k}", v, suffix)
+        for suffix in (None, *variants)
+        for v in VIEWS
+        if v in views
+        for m in names
+        for k in ks
+    )
     frame = pl.DataFrame(
         {
             "request_id": requests["request_id"].cast(pl.String),
@@ -241,5 +288,12 @@ def score_lists(
         },
         nan_to_null=True,
     )
-    settings = {"compact": compact, "ks": list(ks), "metrics": list(names), "views": list(views)}
+    settings = {
+        "compact": compact,
+        "filter": filter_for(compact).name,
+        "filters": list(variants),
+        "ks": list(ks),
+        "metrics": list(names),
+        "views": list(views),
+    }
     return ScoredLists(per_request=frame, keys=keys_out, counts=counts, settings=settings)

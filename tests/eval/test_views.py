@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from eval.views import metric_key, score_lists, split_key, weighted_means, weights_for
+from eval.metrics import FILTERS
+from eval.views import key_views, metric_key, score_lists, split_key, weighted_means, weights_for
 
 
 def pooled(rows: list[dict]) -> pl.DataFrame:
@@ -79,6 +80,80 @@ def test_without_compaction_positions_are_kept():
     assert got.settings["compact"] is False
 
 
+A_LIST = [["s", "z", None, "z", "x"], ["p"], ["w", "q"]]
+# Request a's counted slots by hand (s seen, None ungrounded, second z a repeat), per filter:
+#   drop_ooc_seen [z, x]; drop_ooc [-, z, -, x]; drop_seen [z, -, x]; drop_none [-, z, -, -, x]
+# Responder 1 {x, y} first hits x; responder 2 {x, z} first hits z; the union {x, y, z} first hits z.
+A_BY_HAND = {
+    # filter: (rank of x, rank of z)
+    "drop_ooc_seen": (2, 1),
+    "drop_ooc": (4, 2),
+    "drop_seen": (3, 1),
+    "drop_none": (5, 2),
+}
+
+
+def rr_k(rank: int, k: int) -> float:
+    """Reciprocal rank within the top k (0 outside)."""
+    return 1 / rank if rank <= k else 0.0
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+def test_four_filter_variants_mrr_and_hit_by_hand(name):
+    ks = [1, 2, 3, 4, 5]
+    got = score_lists(REQ, A_LIST, ks=ks, metrics=["hit", "mrr", "recall"], filters=list(FILTERS))
+    row = got.per_request.row(0, named=True)
+    x, z = A_BY_HAND[name]
+    for k in ks:
+        key = f"@{k}/per_responder/{name}"
+        assert row["eval/mrr" + key] == pytest.approx((rr_k(x, k) + rr_k(z, k)) / 2), k
+        assert row["eval/hit" + key] == pytest.approx(((x <= k) + (z <= k)) / 2), k
+        assert row[f"eval/mrr@{k}/union/{name}"] == pytest.approx(rr_k(z, k)), k
+        assert row[f"eval/hit@{k}/union/{name}"] == float(z <= k), k
+        assert row[f"eval/recall@{k}/union/{name}"] == pytest.approx(((x <= k) + (z <= k)) / 3), k
+        # single-mention a: {y, z}: only z can hit
+        assert row[f"eval/mrr@{k}/single_mention/{name}"] == pytest.approx(rr_k(z, k)), k
+    # requests b and c: b's p at rank 1, c's q at rank 2 (w is a catalog item nobody named) in every variant
+    assert got.per_request[f"eval/mrr@1/per_responder/{name}"].to_list()[1:] == [1.0, 0.0]
+    assert got.per_request[f"eval/mrr@2/per_responder/{name}"].to_list()[1:] == [1.0, 0.5]
+    # overall per-responder MRR@2 weighs requests by rows (2, 1, 2)
+    mrr2_a = (rr_k(x, 2) + rr_k(z, 2)) / 2
+    assert got.means()[f"eval/mrr@2/per_responder/{name}"] == pytest.approx((2 * mrr2_a + 1 + 2 * 0.5) / 5)
+
+
+def test_plain_keys_are_the_primary_filter_and_variants_come_after():
+    lists = A_LIST
+    both = score_lists(
+        REQ, lists, ks=[2, 5], metrics=["recall", "mrr"], filters=["drop_none", "drop_ooc_seen"]
+    )
+    pr = both.per_request
+    for m in ("eval/recall@2", "eval/mrr@5"):
+        for v in ("per_responder", "union", "single_mention"):
+            assert pr[f"{m}/{v}"].to_list() == pr[f"{m}/{v}/drop_ooc_seen"].to_list()
+    off = score_lists(REQ, lists, ks=[2, 5], metrics=["recall", "mrr"], compact=False).per_request
+    assert off["eval/mrr@5/per_responder"].to_list() == pr["eval/mrr@5/per_responder/drop_none"].to_list()
+    assert key_views(both.keys) == [
+        "per_responder",
+        "union",
+        "single_mention",
+        "per_responder/drop_none",
+        "union/drop_none",
+        "single_mention/drop_none",
+        "per_responder/drop_ooc_seen",
+        "union/drop_ooc_seen",
+        "single_mention/drop_ooc_seen",
+    ]
+    assert both.settings["filter"] == "drop_ooc_seen" and both.settings["filters"] == [
+        "drop_none",
+        "drop_ooc_seen",
+    ]
+    # a variant key has its view's weights, and the means agree with weighted_means
+    assert weights_for(pr, "eval/mrr@5/per_responder/drop_none").tolist() == [2.0, 1.0, 2.0]
+    assert weighted_means(pr, both.keys) == both.means()
+    with pytest.raises(ValueError, match="valid: drop_ooc_seen, drop_ooc, drop_seen, drop_none"):
+        score_lists(REQ, lists, filters=["compact"])
+
+
 def test_sampled_lists_are_averaged_per_request_with_responders_as_weight():
     lists = [["x"], ["y"], ["p"], ["q"]]  # two samples for a, one each for b and c
     got = score_lists(REQ, lists, list_request=[0, 0, 1, 2], ks=[1], metrics=["recall"])
@@ -103,8 +178,16 @@ def test_request_without_list_or_misaligned_input_is_an_error():
 
 def test_keys_and_weights():
     assert split_key(metric_key("ndcg@5", "per_responder")) == ("ndcg@5", "per_responder")
-    with pytest.raises(ValueError):
-        split_key("train/loss")
+    assert metric_key("mrr@10", "union", "drop_ooc") == "eval/mrr@10/union/drop_ooc"
+    assert split_key("eval/mrr@10/union/drop_ooc") == ("mrr@10", "union/drop_ooc")
+    for bad in (
+        "train/loss",
+        "eval/recall@5/union/compact",
+        "eval/recall@5/micro",
+        "eval/recall@5/union/x/y",
+    ):
+        with pytest.raises(ValueError, match="eval/<metric>@<k>/<view>"):
+            split_key(bad)
     got = score_lists(REQ, [["x"], ["p"], ["q"]], ks=[1], metrics=["recall"])
     assert weights_for(got.per_request, "eval/recall@1/single_mention").tolist() == [1.0, 1.0, 0.0]
     assert weights_for(got.per_request, "eval/recall@1/per_responder").tolist() == [2.0, 1.0, 2.0]
