@@ -43,7 +43,7 @@ def test_atomic_dir_swaps_and_rolls_back(tmp_path) -> None:
         (tmp / "a.txt").write_text("1")
     with atomic_dir(out) as tmp:
         (tmp / "b.txt").write_text("2")
-    assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [".remark-output.json", "b.txt"]
 
     def killed_dir() -> None:
         with atomic_dir(out) as tmp:
@@ -52,7 +52,7 @@ def test_atomic_dir_swaps_and_rolls_back(tmp_path) -> None:
 
     with pytest.raises(KeyError):
         killed_dir()
-    assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [".remark-output.json", "b.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
 
 
