@@ -2,7 +2,9 @@
 
 Plots use matplotlib's object API on the Agg canvas (``matplotlib.figure.Figure``; no pyplot, no global
 backend state), and are written atomically (``catalog.io.atomic_write``). Tables say how the numbers were
-made (compaction, matching, CI method), since Rank-GRPO-comparable and union numbers differ.
+made (compaction, matching, CI method), since Rank-GRPO-comparable and union numbers differ. Slot-filter
+variants (``"per_responder/drop_ooc"``, docs/metrics.md) get their own tables, one per view, after the main
+one; the plots show the plain views only.
 """
 
 from __future__ import annotations
@@ -35,14 +37,37 @@ def _fmt(cell: Mapping[str, float] | None, scale: float = 1.0, digits: int = 4) 
 def _metric_order(names: Sequence[str]) -> list[str]:
     def sort_key(name: str) -> tuple[int, int]:
         metric, k = name.split("@")
-        order = ("recall", "ndcg", "precision", "hit")
+        order = ("recall", "ndcg", "precision", "hit", "mrr")
         return (order.index(metric) if metric in order else len(order), int(k))
 
     return sorted(set(names), key=sort_key)
 
 
+def _variants(result: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Slot-filter variants present in a result, per plain view: ``{"union": ["union/drop_ooc", ...]}``."""
+    out: dict[str, list[str]] = {}
+    for key in result:
+        view, _, name = key.partition("/")
+        if view in VIEWS and name:
+            out.setdefault(view, []).append(key)
+    return {v: out[v] for v in VIEWS if v in out}
+
+
+def _variant_tables(result: Mapping[str, Any], fmt: Any) -> list[str]:
+    lines: list[str] = []
+    for view, keys in _variants(result).items():
+        names = _metric_order([m for v in keys for m in result[v]])
+        filters = [k.partition("/")[2] for k in keys]
+        lines += ["", f"Slot filters, {view} (docs/metrics.md):", ""]
+        lines += ["| metric | " + " | ".join(filters) + " |", "|---|" + "---|" * len(filters)]
+        for name in names:
+            lines.append(f"| {name} | " + " | ".join(fmt(result[v].get(name)) for v in keys) + " |")
+    return lines
+
+
 def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str:
-    """A markdown table: one row per metric, one column per view, ``mean [ci_low, ci_high]``."""
+    """A markdown table: one row per metric, one column per view, ``mean [ci_low, ci_high]``; then one
+    table per view with its slot-filter variants, if any."""
     views = [v for v in VIEWS if v in result]
     names = _metric_order([m for v in views for m in result[v]])
     lines = [f"## {title}", ""]
@@ -62,6 +87,7 @@ def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str
     lines += ["| metric | " + " | ".join(views) + " |", "|---|" + "---|" * len(views)]
     for name in names:
         lines.append(f"| {name} | " + " | ".join(_fmt(result[v].get(name)) for v in views) + " |")
+    lines += _variant_tables(result, _fmt)
     counts = result.get("counts")
     if counts:
         lines += ["", "Counts: " + ", ".join(f"{k} = {v}" for k, v in counts.items())]
@@ -79,6 +105,7 @@ def compare_markdown(diff: Mapping[str, Any], *, name_a: str = "A", name_b: str 
     lines += ["| metric | " + " | ".join(views) + " |", "|---|" + "---|" * len(views)]
     for name in names:
         lines.append(f"| {name} | " + " | ".join(_fmt(diff[v].get(name), 100.0, 2) for v in views) + " |")
+    lines += _variant_tables(diff, lambda cell: _fmt(cell, 100.0, 2))
     return "\n".join(lines) + "\n"
 
 

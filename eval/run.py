@@ -97,6 +97,7 @@ def evaluate_model(
     ks: Sequence[int] = DEFAULT_KS,
     metrics: Sequence[str] = METRICS,
     compact: bool = True,
+    filters: Sequence[str] = (),
     config: BootstrapConfig = DEFAULT_CI,
     limit: int | None = None,
 ) -> dict[str, Any]:
@@ -127,7 +128,9 @@ def evaluate_model(
     }
 
     shown, grounded = parse_and_ground(gen.greedy, matcher)
-    scored = score_lists(requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact)
+    scored = score_lists(
+        requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact, filters=filters
+    )
     result = summarize(scored, config, settings={**settings, "lists": "greedy"})
     pred_rows = [
         {"request_id": r, "recommendations": s, "grounded": g, "completion": c}
@@ -150,6 +153,7 @@ def evaluate_model(
             metrics=metrics,
             views=VIEWS,
             compact=compact,
+            filters=filters,
         )
         sampled = summarize(
             s_scored,

@@ -36,7 +36,7 @@ from catalog.parse import parse_line
 from data_prep.dataset import PooledDataset
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.metrics import DEFAULT_KS, METRICS
-from eval.views import VIEWS, ScoredLists, score_lists, split_key
+from eval.views import VIEWS, ScoredLists, key_views, score_lists, split_key
 
 OnUnknown = Literal["error", "warn"]
 OnMissing = Literal["error", "empty"]
@@ -186,10 +186,11 @@ def summarize(
     warnings: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The result JSON: ``{"n_requests", "per_responder": {"recall@10": {"mean", "ci_low", "ci_high"}},
-    "union": {...}, "single_mention": {...}, "settings", "ci", "counts", "warnings"}``."""
+    "union": {...}, "single_mention": {...}, "settings", "ci", "counts", "warnings"}``; a slot-filter
+    variant is a view of its own (``"per_responder/drop_ooc": {...}``)."""
     table = intervals(scored.per_request, scored.keys, config)
     out: dict[str, Any] = {"n_requests": scored.per_request.height}
-    for view in VIEWS:
+    for view in key_views(scored.keys):
         cells = {split_key(k)[0]: v for k, v in table.items() if split_key(k)[1] == view}
         if cells:
             out[view] = cells
@@ -213,6 +214,7 @@ def score_predictions(
     ks: Sequence[int] = DEFAULT_KS,
     metrics: Sequence[str] = METRICS,
     compact: bool = True,
+    filters: Sequence[str] = (),
     config: BootstrapConfig = DEFAULT_CI,
     on_unknown: OnUnknown = "error",
     on_missing: OnMissing = "error",
@@ -221,6 +223,8 @@ def score_predictions(
     aligned = align(preds, dataset.requests, split=split, on_unknown=on_unknown, on_missing=on_missing)
     matcher = Matcher(dataset.catalog, mode=match)  # type: ignore[arg-type]
     grounded = ground_lists(aligned.lists, matcher)
-    scored = score_lists(aligned.requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact)
+    scored = score_lists(
+        aligned.requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact, filters=filters
+    )
     settings = {"match": match, "split": split, "predictions": preds.path}
     return summarize(scored, config, settings=settings, warnings=aligned.warnings), scored

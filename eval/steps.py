@@ -58,7 +58,7 @@ def read_step_values(run_dir: str | Path, step: int, key: str) -> pl.DataFrame |
     if not path.is_file():
         return None
     df = pl.read_parquet(path)
-    need = ["request_id", key] + (["n_rows"] if split_key(key)[1] == "per_responder" else [])
+    need = ["request_id", key] + (["n_rows"] if split_key(key)[1].startswith("per_responder") else [])
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise InputError(f"missing column(s) {missing}", path=path, hint="re-run validation with this metric")

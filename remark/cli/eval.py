@@ -22,7 +22,28 @@ from typing import Any
 from catalog.errors import InputError
 
 DEFAULT_KS = [5, 10, 15, 20]
-METRIC_NAMES = ["recall", "ndcg", "precision", "hit"]
+# eval.metrics' METRICS, MAX_K and FILTERS, spelled out so that `remark --help` imports no numpy
+# (tests/eval/test_cli.py checks they agree).
+METRIC_NAMES = ["recall", "ndcg", "precision", "hit", "mrr"]
+MAX_K = 50
+FILTER_NAMES = ["drop_ooc_seen", "drop_ooc", "drop_seen", "drop_none"]
+
+
+def cutoff(text: str) -> int:
+    """``--k`` values: integers from 1 to MAX_K (argparse reports anything else with exit code 2)."""
+    try:
+        k = int(text)
+    except ValueError:
+        k = 0
+    if not 1 <= k <= MAX_K:
+        raise argparse.ArgumentTypeError(f"k must be an integer from 1 to {MAX_K}, got {text!r}")
+    return k
+
+
+def filter_names(names: list[str] | None) -> list[str]:
+    """``--filters`` as given (``all`` = the four), in FILTER_NAMES order."""
+    chosen = set(names or ())
+    return [f for f in FILTER_NAMES if f in chosen or "all" in chosen]
 
 
 def _ci_flags(p: argparse.ArgumentParser, *, method: str = "bca", resamples: int = 9999) -> None:
@@ -45,13 +66,25 @@ def _score_flags(p: argparse.ArgumentParser) -> None:
         default="fuzzy",
         help="grounding mode (default fuzzy)",
     )
-    p.add_argument("--k", type=int, nargs="+", default=DEFAULT_KS, help="cut-offs (default 5 10 15 20)")
+    p.add_argument(
+        "--k", type=cutoff, nargs="+", default=DEFAULT_KS, help=f"cut-offs, 1 to {MAX_K} (default 5 10 15 20)"
+    )
     p.add_argument("--metrics", nargs="+", choices=METRIC_NAMES, default=METRIC_NAMES, help="default: all")
     p.add_argument(
         "--compact",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="drop seen, ungrounded and repeated items before cutting at k, as Rank-GRPO's eval (default on)",
+    )
+    p.add_argument(
+        "--filters",
+        nargs="+",
+        choices=[*FILTER_NAMES, "all"],
+        default=None,
+        metavar="FILTER",
+        help="also report these slot filters (He et al.'s variants) as eval/<metric>@<k>/<view>/<filter>: "
+        + ", ".join(FILTER_NAMES)
+        + " or all (docs/metrics.md)",
     )
     _ci_flags(p)
 
@@ -186,6 +219,7 @@ def _score_file(args: argparse.Namespace, predictions: Path, data: Path):
         ks=args.k,
         metrics=args.metrics,
         compact=args.compact,
+        filters=filter_names(args.filters),
         config=_config(args),
         on_unknown=getattr(args, "on_unknown", "error"),
         on_missing=getattr(args, "on_missing", "error"),
@@ -229,6 +263,7 @@ def run_run(args: argparse.Namespace) -> int:
         ks=args.k,
         metrics=args.metrics,
         compact=args.compact,
+        filters=filter_names(args.filters),
         config=_config(args),
         limit=args.limit,
     )
@@ -276,10 +311,13 @@ def run_compare(args: argparse.Namespace) -> int:
                 hint="score both the same way before comparing",
             )
     keys = [c for c in a.columns if c.startswith("eval/") and c in b.columns]
+    filters = filter_names(args.filters)
     keys = [
         k
         for k in keys
-        if split_key(k)[0].split("@")[0] in args.metrics and int(k.split("@")[1].split("/")[0]) in args.k
+        if split_key(k)[0].split("@")[0] in args.metrics
+        and int(k.split("@")[1].split("/")[0]) in args.k
+        and (k.count("/") == 2 or k.rsplit("/", 1)[1] in filters)
     ]
     if not keys:
         raise InputError("A and B share no metric column", hint="score both with the same --k and --metrics")
