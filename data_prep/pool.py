@@ -21,7 +21,9 @@ Decisions (where Rank-GRPO's data has no equivalent, or where we depart from it)
   appearance within the request; a responder's items by first mention; ``union`` by descending count,
   then first mention; ``ungrounded`` by first appearance. ``counts`` is aligned with ``union``.
 - **Splits**: a split given on a request's rows is kept (two different splits for one request are bad
-  input); otherwise the split comes from a stable hash of (seed, request_id), so a request and all its
+  input); otherwise, with ``SplitSpec.by_time``, the period holding the request's earliest timestamp
+  names it (``data_prep.timesplit``; Reddit-v2: train up to 2022-10, valid 2022-11, test 2022-12), and
+  without it the split comes from a stable hash of (seed, request_id), so a request and all its
   responders always land in one split. The hash is BLAKE2b, computed once per request in Python:
   polars' ``hash`` is not stable across versions, and a dataset's splits must not change with it.
 """
@@ -36,14 +38,17 @@ import polars as pl
 
 from catalog.normalize import split_title_year
 from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, SPLITS, Report, Threads, flag_rows
+from data_prep.timesplit import TimeSplit, assign_time_splits
 
 
 @dataclass(frozen=True)
 class SplitSpec:
-    """How requests without a given split are assigned one: seeded fractions over a stable hash."""
+    """How requests without a given split are assigned one: by time when ``by_time`` is set (every such
+    request then needs a timestamp), else seeded fractions over a stable hash."""
 
     fractions: tuple[tuple[str, float], ...] = (("train", 0.8), ("valid", 0.1), ("test", 0.1))
     seed: int = 0
+    by_time: TimeSplit | None = None
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.fractions]
@@ -208,6 +213,8 @@ def pool_threads(
         show="request_id",
         hint="a request and all its responders must be in one split",
     )
+    if split.by_time is not None:
+        frame = assign_time_splits(frame, split.by_time, report)
     keys = frame.select("title", "year").unique(maintain_order=True)
     grounded = matcher.ground_frame(keys, title="title", year="year").select("title", "year", "item_id")
     mentions = frame.join(grounded, on=["title", "year"], how="left", nulls_equal=True, maintain_order="left")

@@ -3,7 +3,8 @@
 A *threads* frame has one row per responder mention (design.md, "Data schema"). Every reader produces
 one, so pooling never sees a source format. Besides the schema columns a threads frame may carry the
 provenance columns ``file`` (input path) and ``row`` (1-based line or row in that file), so errors found
-while pooling still name the line they came from.
+while pooling still name the line they came from, and an optional ``timestamp`` (UTC; what time-based
+splits read, ``data_prep.timesplit``).
 
 Bad input is reported through a :class:`Report`: by default the first bad row raises
 ``catalog.errors.InputError`` naming file, row and field; with ``skip=True`` (``--skip-bad-rows``) bad
@@ -38,6 +39,8 @@ THREADS_SCHEMA: dict[str, pl.DataType] = {
 }
 #: Optional provenance columns of a threads frame.
 PROVENANCE_SCHEMA: dict[str, pl.DataType] = {"file": pl.String(), "row": pl.UInt32()}
+#: Optional data columns of a threads frame, kept when the input has them.
+OPTIONAL_SCHEMA: dict[str, pl.DataType] = {"timestamp": pl.Datetime("us", "UTC")}
 
 #: ``requests.parquet``: design.md's pooled table, in this column order.
 REQUESTS_SCHEMA: dict[str, pl.DataType] = {
@@ -67,6 +70,11 @@ DOMAINS = ("movie", "book", "music", "answer")
 
 #: Years outside this range are treated as garbage (a typo or a wrong column), not as data.
 YEAR_MIN, YEAR_MAX = 1, 2100
+#: Timestamps must fall in [1970-01-01, 2100-01-01) UTC: epoch seconds outside it (often milliseconds
+#: given as seconds) are reported, not read as the year 52000.
+EPOCH_MAX_S = 4_102_444_800
+_NAIVE_FORMATS = ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f")
+_AWARE_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z")
 
 
 @dataclass
@@ -168,6 +176,47 @@ def bad_year(col: str = "year") -> pl.Expr:
     """True where a non-empty year value does not parse as a plausible integer year."""
     s = pl.col(col).cast(pl.String).str.strip_chars()
     return s.is_not_null() & (s != "") & parse_year(col).is_null()
+
+
+def _from_epoch_s(seconds: pl.Expr) -> pl.Expr:
+    ok = seconds.is_between(0, EPOCH_MAX_S, closed="left")
+    micros = pl.when(ok).then((seconds * 1_000_000).round()).otherwise(None).cast(pl.Int64)
+    return pl.from_epoch(micros, time_unit="us").dt.replace_time_zone("UTC")
+
+
+def parse_timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
+    """A timestamp column of type ``dtype`` -> ``Datetime("us", "UTC")``; unreadable values -> null.
+
+    Read: epoch seconds (ints, floats or digit strings, as Reddit's ``created_utc``), ISO 8601 dates and
+    date-times (``2022-11-03``, ``2022-11-03T10:20:30``, with ``Z`` or an offset; no offset = UTC),
+    and Date / Datetime columns (naive = UTC). Values outside [1970, 2100) are null: pair it with
+    :func:`bad_timestamp` to report them.
+    """
+    c = pl.col(col)
+    if isinstance(dtype, pl.Datetime):
+        t = c.dt.replace_time_zone("UTC") if dtype.time_zone is None else c.dt.convert_time_zone("UTC")
+        t = t.dt.cast_time_unit("us")
+    elif dtype == pl.Date:
+        t = c.cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+    elif dtype.is_numeric():
+        t = _from_epoch_s(c.cast(pl.Float64))
+    else:
+        s = c.cast(pl.String).str.strip_chars()
+        digits = s.str.extract(r"^(-?\d+(?:\.\d+)?)$", 1).cast(pl.Float64, strict=False)
+        naive = [
+            s.str.to_datetime(f, strict=False, time_unit="us").dt.replace_time_zone("UTC")
+            for f in _NAIVE_FORMATS
+        ]
+        aware = [s.str.to_datetime(f, strict=False, time_unit="us", time_zone="UTC") for f in _AWARE_FORMATS]
+        t = pl.coalesce(_from_epoch_s(digits), *naive, *aware)
+    lo, hi = pl.datetime(1970, 1, 1, time_zone="UTC"), pl.datetime(2100, 1, 1, time_zone="UTC")
+    return pl.when(t.is_between(lo, hi, closed="left")).then(t).otherwise(None).alias(col)
+
+
+def bad_timestamp(col: str, dtype: pl.DataType) -> pl.Expr:
+    """True where a non-empty timestamp does not parse (:func:`parse_timestamp`)."""
+    text = pl.col(col).cast(pl.String).str.strip_chars()
+    return pl.col(col).is_not_null() & (text != "") & parse_timestamp(col, dtype).is_null()
 
 
 def normalize_split(col: str = "split") -> pl.Expr:
@@ -329,6 +378,24 @@ def validate_threads(df: pl.DataFrame, path: str | None = None, report: Report |
             hint=f"use an integer between {YEAR_MIN} and {YEAR_MAX} or leave it empty",
         )
         df = df.with_columns(parse_year("year"))
+    if "timestamp" in df.columns:
+        dtype = df.schema["timestamp"]
+        if not (dtype.is_numeric() or dtype.is_temporal() or dtype == pl.String):
+            raise InputError(
+                f"timestamps of type {dtype} cannot be read", path=path, field="timestamp", hint=_TIME_HINT
+            )
+        df = flag_rows(
+            df,
+            bad_timestamp("timestamp", dtype),
+            report,
+            reason="bad_timestamp",
+            field="timestamp",
+            message="{value} is not a timestamp between 1970 and 2100",
+            path=path,
+            show="timestamp",
+            hint=_TIME_HINT,
+        )
+        df = df.with_columns(parse_timestamp("timestamp", dtype))
     df = df.with_columns(normalize_split("split"), pl.col("seen").fill_null([]))
     df = flag_rows(
         df,
@@ -352,7 +419,12 @@ def validate_threads(df: pl.DataFrame, path: str | None = None, report: Report |
         path=path,
         hint="remove the repeated rows (was the file concatenated twice?) or pass --skip-bad-rows",
     )
-    cols = list(THREADS_SCHEMA) + [c for c in PROVENANCE_SCHEMA if c in df.columns]
-    return df.select(cols).cast(
-        {c: t for c, t in {**THREADS_SCHEMA, **PROVENANCE_SCHEMA}.items() if c in cols}
-    )
+    extra = {**OPTIONAL_SCHEMA, **PROVENANCE_SCHEMA}
+    cols = list(THREADS_SCHEMA) + [c for c in extra if c in df.columns]
+    return df.select(cols).cast({c: t for c, t in {**THREADS_SCHEMA, **extra}.items() if c in cols})
+
+
+_TIME_HINT = (
+    "use epoch seconds (e.g. 1667260800) or an ISO date or date-time (e.g. 2022-11-01 or "
+    "2022-11-01T08:00:00Z), or leave it empty"
+)

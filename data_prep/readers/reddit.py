@@ -3,7 +3,9 @@
 One row per (request, responder), as JSON lines or parquet (export a ``datasets.load_from_disk`` split
 with ``.to_parquet``). Fields: ``prompt`` (chat messages that already carry Rank-GRPO's instruction),
 ``seen_titles`` (titles named in the request), ``groundtruth_with_release_year`` (the responder's items
-as ``[title, year]``, the year an int or a string). Other fields (``completion``) are ignored.
+as ``[title, year]``, the year an int or a string), and optionally ``timestamp`` or ``created_utc``
+(epoch seconds or ISO 8601; what ``remark prep --split-by-time`` reads). Other fields (``completion``)
+are ignored.
 
 Rows with the same prompt are one request's responders (references.md): the request id is a stable
 hash of the prompt messages unless the row carries ``request_id``. Responder ids are ``r1, r2, ...`` in
@@ -38,7 +40,8 @@ from data_prep.schema import (
 )
 
 GT = "groundtruth_with_release_year"
-FIELDS = ["prompt", "seen_titles", GT, "request_id", "responder_id", "split"]
+FIELDS = ["prompt", "seen_titles", GT, "request_id", "responder_id", "split", "timestamp", "created_utc"]
+TIME_FIELDS = ("timestamp", "created_utc")
 
 
 def request_ids_from_prompts(prompts: pl.Series, prefix: str = "rq-") -> pl.Series:
@@ -150,8 +153,12 @@ def read_reddit(
     )
     report.notes["duplicate_titles_within_responder"] += before - mentions.height
     cols = ["request_id", "prompt", "responder_id", "title", "year", "file", "row"]
+    time_col = next(
+        (c for c in TIME_FIELDS if c in mentions.columns and mentions[c].is_not_null().any()), None
+    )
     mentions = mentions.select(
         *cols,
+        *([pl.col(time_col).alias("timestamp")] if time_col else []),
         pl.col("seen_titles").alias("seen")
         if "seen_titles" in mentions.columns
         else pl.lit([], pl.List(pl.String)).alias("seen"),

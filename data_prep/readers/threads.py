@@ -1,8 +1,9 @@
 """The generic threads file: one row per responder mention, in JSON lines, CSV/TSV or parquet.
 
 Columns: ``request_id``, ``prompt`` (text, or a JSON list of ``{role, content}`` messages),
-``responder_id``, ``title``, optional ``year``, ``seen`` (a JSON list or "|"-separated titles) and
-``split`` (train / valid / test; empty = assigned by hash). A title written "Arrival (2016)" with no
+``responder_id``, ``title``, optional ``year``, ``seen`` (a JSON list or "|"-separated titles),
+``split`` (train / valid / test; empty = assigned by hash or by time) and ``timestamp`` (epoch seconds
+or ISO 8601, UTC when no offset is given; what ``remark prep --split-by-time`` reads). A title written "Arrival (2016)" with no
 year gets its year split off. The file defines no catalog: pass one with ``--catalog``.
 
 Per-request fields must agree across a request's rows: two different prompts, or two different splits,
@@ -18,7 +19,7 @@ import polars as pl
 from data_prep.readers._io import parse_string_list, read_rows, split_years_from_titles
 from data_prep.schema import DOMAINS, Report, Threads, flag_rows, validate_threads
 
-FIELDS = ["request_id", "prompt", "responder_id", "title", "year", "seen", "split"]
+FIELDS = ["request_id", "prompt", "responder_id", "title", "year", "seen", "split", "timestamp"]
 
 
 def read_threads(path: str | Path, *, domain: str = "movie", report: Report | None = None) -> Threads:

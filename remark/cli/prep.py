@@ -2,7 +2,8 @@
 
 A thin layer over :mod:`data_prep` (readers, ``pool_threads``, ``write_dataset``). ``--input`` may be
 given several times, each optionally prefixed with the split its rows belong to (``train=PATH``), as
-for Rank-GRPO's time-split files; rows without a split are assigned one by a stable hash.
+for Rank-GRPO's time-split files; rows without a split are assigned one by a stable hash, or, with
+``--split-by-time``, by the period their request's timestamp falls in (``data_prep.timesplit``).
 ``remark prep synthetic --out DIR [--n-requests N --n-items N --seed S]`` writes the embedded synthetic
 world (``data_prep.synthetic``) instead, with no input.
 """
@@ -59,6 +60,14 @@ def add_parser(subparsers) -> None:
         help="fractions for requests without a split (default %(default)s)",
     )
     p.add_argument("--split-seed", type=int, default=0, help="seed of the split hash (default 0)")
+    p.add_argument(
+        "--split-by-time",
+        default=None,
+        metavar="SPEC",
+        help="split requests without a split by their rows' timestamp instead of the hash: SPLIT=PERIOD,... "
+        "with PERIOD P, ..P, P.. or P..Q (P = YYYY[-MM[-DD]], UTC), e.g. train=..2022-10,valid=2022-11,"
+        "test=2022-12 (Rank-GRPO's Reddit-v2 split; also spelled reddit-v2)",
+    )
     p.add_argument("--skip-bad-rows", action="store_true", help="drop bad rows and count them in stats.json")
     p.add_argument("--out", type=Path, required=True, help="output directory (replaced atomically)")
     p.add_argument("--json", action="store_true", help="print stats as JSON")
@@ -115,9 +124,20 @@ def run(args: argparse.Namespace) -> int:
     from data_prep.pool import SplitSpec, pool_threads
     from data_prep.readers import combine, read_source
     from data_prep.schema import SPLIT_ALIASES, Report
+    from data_prep.timesplit import PRESETS, TimeSplit
 
+    by_time = None
+    if args.split_by_time is not None:
+        try:
+            by_time = TimeSplit.parse(args.split_by_time)
+        except ValueError as err:
+            raise InputError(
+                str(err),
+                field="--split-by-time",
+                hint=f"e.g. {PRESETS['reddit-v2']} (or {', '.join(PRESETS)})",
+            ) from err
     try:
-        spec = SplitSpec(tuple(parse_fractions(args.split_fractions)), seed=args.split_seed)
+        spec = SplitSpec(tuple(parse_fractions(args.split_fractions)), seed=args.split_seed, by_time=by_time)
     except ValueError as err:
         raise InputError(str(err), field="--split-fractions") from err
     report = Report(skip=args.skip_bad_rows)
@@ -149,8 +169,9 @@ def run(args: argparse.Namespace) -> int:
         "items": args.items if args.source == "protoqa" else None,
         "match": args.match,
         "year_tolerance": args.year_tolerance,
-        "split_fractions": dict(spec.fractions),
-        "split_seed": spec.seed,
+        "split_fractions": None if by_time else dict(spec.fractions),
+        "split_seed": None if by_time else spec.seed,
+        "split_by_time": by_time.spec if by_time else None,
     }
     ds = write_dataset(args.out, pooled, catalog, meta, report=report)
     return _report(args, ds)
