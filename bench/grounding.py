@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from catalog import Matcher, load_catalog, normalize_title
+from catalog import GroundingSettings, Matcher, load_catalog, normalize_title
 from catalog.match import SCORERS
 from catalog.reference import reference_ground
 
@@ -135,7 +135,12 @@ def accuracy(cat, queries, absent, args) -> None:
     modes = [("exact", "ratio", [100.0]), ("normalized", "ratio", [100.0])]
     modes += [("fuzzy", s, [80.0, 85.0, 88.0, 89.0, 90.0, 91.0, 92.0, 95.0]) for s in args.scorers]
     for mode, scorer, thresholds in modes:
-        m = Matcher(cat, mode=mode, scorer=scorer, threshold=0.0 if mode == "fuzzy" else 90.0)
+        m = Matcher(
+            cat,
+            GroundingSettings(
+                match_mode=mode, match_scorer=scorer, match_threshold=0.0 if mode == "fuzzy" else 90.0
+            ),
+        )
         res = m.ground_many([q[0] for q in queries], [q[1] for q in queries])
         ab = m.ground_many([t for t, _ in absent], [y for _, y in absent])
         for t in thresholds:
@@ -260,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rng = random.Random(args.seed)
     cat = load_catalog(gt_path)
-    normalized = Matcher(cat, mode="normalized")
+    normalized = Matcher(cat, GroundingSettings(match_mode="normalized"))
     queries, dropped = build_queries(cat, args.n_items, rng, normalized)
     absent = absent_titles(normalized, load_catalog(rm_path))
     print(

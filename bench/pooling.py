@@ -194,7 +194,7 @@ def main() -> None:
     print(f"  median speed-up    : {np.median(t_py) / np.median(t_pl):.1f}x (medians of {args.repeat} runs)")
 
     # Context: the whole pool_threads, grounding each distinct (title, year) with a Matcher.
-    from catalog.match import Matcher
+    from catalog.match import GroundingSettings, Matcher
     from catalog.table import Catalog
     from data_prep.pool import SplitSpec, pool_threads
 
@@ -206,7 +206,7 @@ def main() -> None:
     )
     threads = mentions.drop("_pos", "item_id").with_columns(pl.lit([], pl.List(pl.String)).alias("seen"))
     t0 = time.perf_counter()
-    matcher = Matcher(catalog, mode="normalized")
+    matcher = Matcher(catalog, GroundingSettings(match_mode="normalized"))
     t_build = time.perf_counter() - t0
     _, s, m = measured(lambda: pool_threads(threads, matcher, split=SplitSpec()))
     print(

@@ -2,7 +2,7 @@
 
 Public names (docs/architecture.md, "catalog/"): :class:`Catalog`, :func:`load_catalog`,
 :func:`normalize_title`, :func:`split_title_year`, :class:`ParsedLine`, :func:`parse_list`,
-:func:`parse_line`, :class:`Matcher`, :class:`Match`, :func:`tolerance_groups` (Rank-GRPO's year-tolerant
+:func:`parse_line`, :class:`Matcher`, :class:`GroundingSettings`, :class:`Match`, :func:`tolerance_groups` (Rank-GRPO's year-tolerant
 title equivalence), :class:`InputError`, and the atomic output
 helpers :func:`atomic_write`, :func:`atomic_dir` with :func:`read_table`.
 """
@@ -10,7 +10,7 @@ helpers :func:`atomic_write`, :func:`atomic_dir` with :func:`read_table`.
 from catalog.equivalence import tolerance_groups
 from catalog.errors import InputError
 from catalog.io import atomic_dir, atomic_write, read_table
-from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD, Match, Matcher
+from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD, GroundingSettings, Match, Matcher
 from catalog.normalize import normalize_title, split_title_year
 from catalog.parse import ParsedLine, parse_line, parse_list
 from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_SCORER",
     "DEFAULT_THRESHOLD",
     "Catalog",
+    "GroundingSettings",
     "InputError",
     "Match",
     "Matcher",

@@ -22,6 +22,7 @@ class InputError(ValueError):
         field: str | None = None,
         hint: str | None = None,
     ) -> None:
+        self.message = message
         self.path = None if path is None else str(path)
         self.row = row
         self.field = field

@@ -1,6 +1,13 @@
 """Grounding: map a (title, year) to a catalog item, explaining every decision.
 
-Modes (``Matcher(catalog, mode=...)``):
+One settings object, :class:`GroundingSettings` (``match_mode``, ``year_tolerance``, ``match_threshold``,
+``match_scorer``), says how titles are grounded: ``Matcher(catalog, GroundingSettings(...))``. The same
+four names are the CLI flags (``--match-mode``, ``--year-tolerance``, ``--match-threshold``,
+``--match-scorer``) and the training config's fields, with the same valid values. ``remark prep`` writes
+the settings into the dataset (``meta.json["grounding"]``); the reward, the validation and ``remark eval``
+read them from there (``data_prep.dataset.choose_grounding``).
+
+Modes (``match_mode``):
 
 - ``fuzzy`` (default), rules tried in order, the first that fires wins:
   1. ``exact`` / ``alias``: the normalised title (``catalog.normalize``) equals an item's title or alias
@@ -13,7 +20,7 @@ Modes (``Matcher(catalog, mode=...)``):
      "Mission: Impossible - Fallout (2018)"), or the query's part before its own subtitle is a catalog
      title ("Birdman (or The Unexpected Virtue of Ignorance)" -> "Birdman"). Subtitles start at ": ",
      " - ", " – ", " — " or " (" in the raw title. Year-compatible candidates only.
-  3. ``fuzzy``: ``scorer`` (rapidfuzz, on normalised keys) >= ``threshold`` against the year-compatible
+  3. ``fuzzy``: ``match_scorer`` (rapidfuzz, on normalised keys) >= ``match_threshold`` against the year-compatible
      entries, skipping keys shorter than ``min_fuzzy_len`` and candidates whose numbers differ (the
      sequel guard: "toy story 2" never scores against "toy story 3") or that differ only by a plural
      "s"/"e" (the plural guard, ``catalog.index.plural_key``: "Aliens" never becomes "Alien"). Batched: the queries that reach
@@ -37,9 +44,10 @@ higher popularity, then smaller ``item_id`` (``catalog.index``). Results are cac
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Literal
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -51,9 +59,18 @@ from catalog.normalize import normalize_title
 from catalog.parse import ParsedLine
 from catalog.table import Catalog
 
-__all__ = ["DEFAULT_SCORER", "DEFAULT_THRESHOLD", "SCORERS", "Match", "Matcher"]
+__all__ = [
+    "DEFAULT_SCORER",
+    "DEFAULT_THRESHOLD",
+    "MATCH_MODES",
+    "SCORERS",
+    "GroundingSettings",
+    "Match",
+    "Matcher",
+]
 
 Mode = Literal["exact", "normalized", "fuzzy"]
+MATCH_MODES: tuple[str, ...] = ("exact", "normalized", "fuzzy")
 SCORERS = {
     "ratio": fuzz.ratio,
     "token_sort_ratio": fuzz.token_sort_ratio,
@@ -82,6 +99,113 @@ class Match:
         return asdict(self)
 
 
+def _grounding_problem(values: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """The first invalid grounding field in ``values`` as (field, message, hint); None when all are valid."""
+    mode = values.get("match_mode", "fuzzy")
+    if not isinstance(mode, str) or mode not in MATCH_MODES:
+        return "match_mode", f"unknown match_mode {mode!r}", f"use one of {', '.join(MATCH_MODES)}"
+    tol = values.get("year_tolerance", 0)
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Integral) or tol < 0:
+        return "year_tolerance", f"year_tolerance={tol!r} is not an integer >= 0", "use 0 or more"
+    thr = values.get("match_threshold", DEFAULT_THRESHOLD)
+    if isinstance(thr, bool) or not isinstance(thr, numbers.Real) or not 0 <= thr <= 100:
+        return "match_threshold", f"match_threshold={thr!r} is not a score in [0, 100]", "use 0 to 100"
+    scorer = values.get("match_scorer", DEFAULT_SCORER)
+    if not isinstance(scorer, str) or scorer not in SCORERS:
+        return "match_scorer", f"unknown match_scorer {scorer!r}", f"use one of {', '.join(SCORERS)}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GroundingSettings:
+    """How generated or mentioned titles are grounded; one name per field in the API, CLI and config.
+
+    - ``match_mode``: ``exact`` (Rank-GRPO's verbatim lookup), ``normalized`` (rule 1 only) or ``fuzzy``;
+    - ``year_tolerance``: the largest |year difference| that still matches (int >= 0; unused by ``exact``);
+    - ``match_threshold``: the fuzzy rule's minimum score in [0, 100];
+    - ``match_scorer``: the rapidfuzz scorer of the fuzzy rule (a key of ``SCORERS``).
+
+    Invalid values raise ``InputError`` naming the field.
+    """
+
+    match_mode: Mode = "fuzzy"
+    year_tolerance: int = 2
+    match_threshold: float = DEFAULT_THRESHOLD
+    match_scorer: str = DEFAULT_SCORER
+
+    def __post_init__(self) -> None:
+        problem = _grounding_problem(self.to_dict())
+        if problem is not None:
+            name, message, hint = problem
+            raise InputError(message, field=name, hint=hint)
+        object.__setattr__(self, "year_tolerance", int(self.year_tolerance))
+        object.__setattr__(self, "match_threshold", float(self.match_threshold))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The field names, in order: ``match_mode, year_tolerance, match_threshold, match_scorer``."""
+        return tuple(f.name for f in fields(cls))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.names()}
+
+    @classmethod
+    def from_dict(
+        cls, data: Any, *, path: str | None = None, prefix: str = "grounding", partial: bool = False
+    ) -> GroundingSettings:
+        """Read a ``to_dict`` object (e.g. ``meta.json["grounding"]``); errors name ``path`` and the field.
+
+        Unknown keys are errors; with ``partial`` missing keys take the defaults, else they are errors.
+        """
+        if not isinstance(data, Mapping):
+            raise InputError(
+                f"expected an object with {', '.join(cls.names())}, got {type(data).__name__}",
+                path=path,
+                field=prefix,
+            )
+        unknown = sorted(set(data) - set(cls.names()))
+        if unknown:
+            raise InputError(
+                f"unknown key(s) {unknown}", path=path, field=prefix, hint=f"valid: {', '.join(cls.names())}"
+            )
+        missing = [n for n in cls.names() if n not in data]
+        if missing and not partial:
+            raise InputError(
+                f"missing key(s) {missing}",
+                path=path,
+                field=f"{prefix}.{missing[0]}",
+                hint="re-run remark prep",
+            )
+        problem = _grounding_problem(data)
+        if problem is not None:
+            name, message, hint = problem
+            raise InputError(message, path=path, field=f"{prefix}.{name}", hint=hint)
+        return cls(**dict(data))
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> GroundingSettings:
+        """A copy with the fields of ``overrides`` that are not None (unknown names are errors)."""
+        unknown = sorted(set(overrides) - set(self.names()))
+        if unknown:
+            raise InputError(
+                f"unknown grounding field(s) {unknown}", hint=f"valid: {', '.join(self.names())}"
+            )
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def differences(self, other: GroundingSettings) -> dict[str, tuple[Any, Any]]:
+        """``{field: (self's value, other's value)}`` for every field where the two differ."""
+        return {
+            n: (getattr(self, n), getattr(other, n))
+            for n in self.names()
+            if getattr(self, n) != getattr(other, n)
+        }
+
+    def describe(self) -> str:
+        """``"match_mode=fuzzy, year_tolerance=2, match_threshold=90, match_scorer=ratio"``."""
+        return ", ".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.to_dict().items()
+        )
+
+
 def _none(detail: str, score: float = 0.0) -> Match:
     return Match(None, None, None, "none", score, detail)
 
@@ -92,30 +216,25 @@ class Matcher:
     def __init__(
         self,
         catalog: Catalog,
+        settings: GroundingSettings | None = None,
         *,
-        mode: Mode = "fuzzy",
-        year_tolerance: int = 2,
-        threshold: float = DEFAULT_THRESHOLD,
-        scorer: str = DEFAULT_SCORER,
-        min_fuzzy_len: int = 5,
         workers: int = 1,
         cache_size: int = 200_000,
+        min_fuzzy_len: int = 5,
     ) -> None:
-        if mode not in ("exact", "normalized", "fuzzy"):
-            raise InputError(f"unknown mode {mode!r}", field="mode", hint="use exact, normalized or fuzzy")
-        if year_tolerance < 0:
-            raise InputError(f"year_tolerance={year_tolerance}", field="year_tolerance", hint="use 0 or more")
-        if not 0 <= threshold <= 100:
-            raise InputError(f"threshold={threshold}", field="threshold", hint="use a score in [0, 100]")
-        if scorer not in SCORERS:
-            raise InputError(
-                f"unknown scorer {scorer!r}", field="scorer", hint=f"use one of {', '.join(SCORERS)}"
-            )
+        """``settings`` (default ``GroundingSettings()``) fixes the grounding; ``workers`` and
+        ``cache_size`` only change speed (rapidfuzz threads, cached (title, year) decisions)."""
+        if settings is None:
+            settings = GroundingSettings()
+        if not isinstance(settings, GroundingSettings):
+            raise TypeError(f"settings must be a GroundingSettings, got {type(settings).__name__}")
         self.catalog = catalog
-        self.mode = mode
-        self.year_tolerance = int(year_tolerance)
-        self.threshold = float(threshold)
-        self.scorer = scorer
+        self.settings = settings
+        # shorthands of the settings, read by the rules below
+        self.mode = settings.match_mode
+        self.year_tolerance = settings.year_tolerance
+        self.threshold = settings.match_threshold
+        self.scorer = settings.match_scorer
         self.min_fuzzy_len = int(min_fuzzy_len)
         self.workers = workers
         self.cache_size = int(cache_size)
@@ -124,10 +243,7 @@ class Matcher:
         self._cache: dict[tuple[str | None, int | None], Match] = {}
 
     def __repr__(self) -> str:
-        return (
-            f"Matcher({len(self.catalog)} items, mode={self.mode!r}, year_tolerance={self.year_tolerance}, "
-            f"scorer={self.scorer!r}, threshold={self.threshold})"
-        )
+        return f"Matcher({len(self.catalog)} items, {self.settings.describe()})"
 
     # -- public API -------------------------------------------------------------------------------------
     def ground(self, title: str | None, year: int | None = None) -> Match:

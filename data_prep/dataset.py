@@ -6,17 +6,27 @@ Layout (``remark prep --out DIR``)::
     responder_rows.parquet  one row per (request, responder): Rank-GRPO's view, expanded from the
                             same pooled table (RESPONDER_ROWS_SCHEMA)
     catalog.parquet         the catalog the ids refer to (catalog.Catalog's frame)
-    meta.json               source, domain, has_years, instruction_included (+ how it was prepared)
+    meta.json               source, domain, has_years, instruction_included, grounding (+ how it was prepared)
     stats.json              data_prep.stats.dataset_stats, plus "prep": what was skipped or noted
 
 The directory is written with ``catalog.io.atomic_dir``: a killed run leaves the old directory or none.
+
+``meta.json["grounding"]`` is the dataset's grounding contract (``catalog.match.GroundingSettings``:
+``match_mode``, ``year_tolerance``, ``match_threshold``, ``match_scorer``), the settings its mentions were
+grounded with. The reward, the validation and ``remark eval`` ground generated lists with it unless a run
+asks for other settings explicitly: :func:`choose_grounding` says which settings a command uses, where
+they came from, and what differs from the dataset's (to print and to record in the command's outputs).
+Datasets written before the contract existed carry ``match`` / ``year_tolerance`` (``remark prep``) or
+``match_mode`` (the ProtoQA experiment) instead; they are read, the other fields take the defaults, and
+the choice says so.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +34,7 @@ import polars as pl
 
 from catalog.errors import InputError
 from catalog.io import atomic_dir
+from catalog.match import GroundingSettings
 from catalog.table import Catalog, load_catalog
 from data_prep.pool import expand_responders
 from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
@@ -31,6 +42,12 @@ from data_prep.stats import dataset_stats
 
 FILES = ("requests.parquet", "responder_rows.parquet", "catalog.parquet", "meta.json", "stats.json")
 META_KEYS = ("source", "domain", "has_years", "instruction_included")
+#: keys of datasets written before ``meta["grounding"]`` -> the GroundingSettings field they hold
+LEGACY_GROUNDING_KEYS = {
+    "match": "match_mode",
+    "match_mode": "match_mode",
+    "year_tolerance": "year_tolerance",
+}
 
 
 @dataclass
@@ -41,6 +58,16 @@ class PooledDataset:
     responder_rows: pl.DataFrame
     catalog: Catalog
     meta: dict[str, Any]
+    path: Path | None = None
+
+    @property
+    def grounding(self) -> GroundingSettings:
+        """The dataset's grounding settings (``meta.json["grounding"]``, or its legacy keys)."""
+        return dataset_grounding(self.meta, path=self._meta_path)[0]
+
+    @property
+    def _meta_path(self) -> str | None:
+        return None if self.path is None else str(self.path / "meta.json")
 
 
 def write_dataset(
@@ -49,16 +76,22 @@ def write_dataset(
     catalog: Catalog,
     meta: dict[str, Any],
     *,
+    grounding: GroundingSettings,
     report: Report | None = None,
 ) -> PooledDataset:
     """Write the five files of a dataset directory atomically and return what was written.
 
     ``pooled`` is :func:`data_prep.pool.pool_threads`' output (``responder_ids`` is used for the
-    responder rows and left out of ``requests.parquet``).
+    responder rows and left out of ``requests.parquet``). ``grounding`` is the matcher's settings
+    (``matcher.settings``), written as ``meta["grounding"]``; legacy grounding keys in ``meta`` are dropped.
     """
     missing = [k for k in META_KEYS if k not in meta]
     if missing:
         raise ValueError(f"meta lacks {missing}")
+    if not isinstance(grounding, GroundingSettings):
+        raise TypeError(f"grounding must be a GroundingSettings, got {type(grounding).__name__}")
+    meta = {k: v for k, v in meta.items() if k not in LEGACY_GROUNDING_KEYS}
+    meta["grounding"] = grounding.to_dict()
     requests = pooled.select(*REQUESTS_SCHEMA).cast(REQUESTS_SCHEMA)
     rows = expand_responders(pooled)
     stats = dataset_stats(requests)
@@ -70,7 +103,7 @@ def write_dataset(
         catalog.df.write_parquet(tmp / "catalog.parquet")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    return PooledDataset(requests, rows, catalog, dict(meta))
+    return PooledDataset(requests, rows, catalog, dict(meta), Path(out_dir))
 
 
 def _read(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -110,9 +143,108 @@ def load_dataset(directory: str | Path) -> PooledDataset:
     missing = [k for k in META_KEYS if k not in meta]
     if missing:
         raise InputError(f"meta lacks {missing}", path=d / "meta.json", field=missing[0])
+    dataset_grounding(meta, path=str(d / "meta.json"))  # a bad grounding record fails here, not mid-run
     return PooledDataset(
         requests=_read(d / "requests.parquet", REQUESTS_SCHEMA),
         responder_rows=_read(d / "responder_rows.parquet", RESPONDER_ROWS_SCHEMA),
         catalog=_load_own_catalog(d / "catalog.parquet"),
         meta=meta,
+        path=d,
+    )
+
+
+# -- the grounding contract ---------------------------------------------------------------------------
+def dataset_grounding(meta: Mapping[str, Any], *, path: str | None = None) -> tuple[GroundingSettings, str]:
+    """(the dataset's grounding settings, where they came from) from a ``meta.json`` object.
+
+    ``meta["grounding"]`` when present; else the legacy keys (``LEGACY_GROUNDING_KEYS``) with the defaults
+    for the other fields; else the defaults. The second value says which, in words.
+    """
+    if "grounding" in meta:
+        return GroundingSettings.from_dict(meta["grounding"], path=path), "meta.json grounding"
+    found = {old: meta[old] for old in LEGACY_GROUNDING_KEYS if old in meta}
+    if not found:
+        return GroundingSettings(), "defaults: meta.json records no grounding"
+    values = {}
+    for old, value in found.items():
+        try:
+            values[LEGACY_GROUNDING_KEYS[old]] = GroundingSettings(**{LEGACY_GROUNDING_KEYS[old]: value})
+        except InputError as err:
+            raise InputError(f"legacy grounding key: {err}", path=path, field=old) from err
+    settings = GroundingSettings(**{k: getattr(v, k) for k, v in values.items()})
+    keys = ", ".join(found)
+    return (
+        settings,
+        f"legacy meta.json key(s) {keys} (written before meta.json recorded 'grounding'), defaults for the rest",
+    )
+
+
+@dataclass(frozen=True)
+class GroundingChoice:
+    """The grounding one command uses, against the dataset's (see the module docstring).
+
+    ``requested`` holds the fields set explicitly (flags or config fields that are not None) and ``by``
+    says who set them; ``overridden`` the fields whose used value differs from the dataset's.
+    """
+
+    used: GroundingSettings
+    dataset: GroundingSettings
+    source: str
+    requested: dict[str, Any] = field(default_factory=dict)
+    by: str = "explicit settings"
+    data: str | None = None
+
+    @property
+    def legacy(self) -> bool:
+        return self.source != "meta.json grounding"
+
+    @property
+    def overridden(self) -> dict[str, tuple[Any, Any]]:
+        """``{field: (dataset's value, used value)}`` where the two differ."""
+        return self.dataset.differences(self.used)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a command records in its outputs (``metrics.json``, ``train_summary.json``)."""
+        return {
+            "used": self.used.to_dict(),
+            "dataset": self.dataset.to_dict(),
+            "dataset_source": self.source,
+            "data": self.data,
+            "requested": dict(self.requested),
+            "requested_by": self.by if self.requested else None,
+            "overridden": {k: {"dataset": a, "used": b} for k, (a, b) in self.overridden.items()},
+        }
+
+    def notes(self) -> list[str]:
+        """Lines to print: a legacy dataset, and every field that differs from the dataset's."""
+        where = self.data or "the dataset"
+        out = []
+        if self.legacy:
+            out.append(
+                f"note: {where} has no meta.json 'grounding' record; its grounding is taken from "
+                f"{self.source}: {self.dataset.describe()} (re-run remark prep to record it)"
+            )
+        if self.overridden:
+            diff = ", ".join(f"{k}={b!r} (dataset: {a!r})" for k, (a, b) in self.overridden.items())
+            out.append(
+                f"note: grounding differs from {where}'s: {diff}, set by {self.by}; lists are grounded "
+                "differently from runs that use the dataset's settings (recorded as grounding.overridden)"
+            )
+        return out
+
+
+def choose_grounding(
+    dataset: PooledDataset, requested: Mapping[str, Any] | None = None, *, by: str = "explicit settings"
+) -> GroundingChoice:
+    """The dataset's grounding with the fields of ``requested`` that are not None put over it."""
+    meta_path = dataset._meta_path
+    base, source = dataset_grounding(dataset.meta, path=meta_path)
+    asked = {k: v for k, v in (requested or {}).items() if v is not None}
+    return GroundingChoice(
+        used=base.with_overrides(asked),
+        dataset=base,
+        source=source,
+        requested=asked,
+        by=by,
+        data=None if dataset.path is None else str(dataset.path),
     )

@@ -237,22 +237,24 @@ def generate_world(
     return SyntheticWorld(catalog=catalog, threads=threads, relevant=relevant_df, meta=meta)
 
 
-def build_dataset(out_dir, *, match: str = "exact", **world_kwargs):
+def build_dataset(out_dir, *, grounding=None, **world_kwargs):
     """Generate a world and write it as a prepared dataset directory (``remark prep``'s layout).
 
-    The synthetic threads name catalog titles verbatim, so ``exact`` grounding is lossless. Returns the
-    ``data_prep.dataset.PooledDataset`` that was written.
+    ``grounding`` (a ``catalog.match.GroundingSettings``, default fuzzy) grounds the threads and is
+    recorded in ``meta.json``; the threads name catalog titles verbatim, so every mode grounds them alike.
+    Returns the ``data_prep.dataset.PooledDataset`` that was written.
     """
-    from catalog.match import Matcher
+    from catalog.match import GroundingSettings, Matcher
     from catalog.table import Catalog
     from data_prep.dataset import write_dataset
     from data_prep.pool import pool_threads
     from data_prep.schema import Threads
 
+    grounding = grounding or GroundingSettings()
     world = generate_world(**world_kwargs)
     catalog = Catalog.from_frame(world.catalog)
     threads = Threads(world.threads, catalog, dict(world.meta))
-    pooled = pool_threads(threads, Matcher(catalog, mode=match))
+    pooled = pool_threads(threads, Matcher(catalog, grounding))
     meta = {k: world.meta[k] for k in ("source", "domain", "has_years", "instruction_included")}
     meta["generator"] = {k: v for k, v in world.meta.items() if k not in meta}
-    return write_dataset(out_dir, pooled, catalog, meta)
+    return write_dataset(out_dir, pooled, catalog, meta, grounding=grounding)

@@ -14,14 +14,17 @@ Outputs in ``out_dir`` (each file replaced atomically; other files in the folder
 - ``report.md`` and ``metrics.png`` (``metrics_sampled.png``).
 
 Lines are parsed with ``catalog.parse.parse_list`` (every line a rank; the whole completion is kept, as
-Rank-GRPO's eval parses every line before compaction and the cut at k).
+Rank-GRPO's eval parses every line before compaction and the cut at k) and grounded with the dataset's
+grounding settings unless others are asked for (``eval.score.grounding_choice``: recorded in
+``metrics.json["settings"]["grounding"]``, a difference counted in ``warnings``). ``split="all"`` evaluates
+every request of the dataset.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +33,14 @@ import polars as pl
 
 from catalog.errors import InputError
 from catalog.io import atomic_write
-from catalog.match import Matcher
+from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_list
 from data_prep.dataset import load_dataset
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
 from eval.generate import DEFAULT_GENERATION, GenerationConfig, generate_lists
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.report import metrics_markdown, plot_metrics
-from eval.score import summarize
+from eval.score import ALL_SPLITS, grounding_choice, grounding_record, requests_by_split, summarize
 from eval.views import VIEWS, score_lists
 
 
@@ -93,7 +96,8 @@ def evaluate_model(
     *,
     split: str = "test",
     generation: GenerationConfig = DEFAULT_GENERATION,
-    match: str = "fuzzy",
+    grounding: GroundingSettings | Mapping[str, Any] | None = None,
+    grounding_by: str = "the caller",
     ks: Sequence[int] = DEFAULT_KS,
     metrics: Sequence[str] = METRICS,
     compact: bool = True,
@@ -104,23 +108,29 @@ def evaluate_model(
     """Generate, score and write the outputs listed in the module docstring; returns ``metrics.json``.
 
     ``limit`` keeps the first N requests of the split (a quick look; the count is in ``settings``).
+    ``grounding``: settings asked for instead of the dataset's (``eval.score.grounding_choice``).
     """
     ds = load_dataset(data_dir)
-    requests = ds.requests.filter(pl.col("split") == split)
+    choice = grounding_choice(ds, grounding, by=grounding_by)  # a bad setting fails before generation
+    requests = ds.requests if split == ALL_SPLITS else ds.requests.filter(pl.col("split") == split)
     if requests.height == 0:
         splits = sorted(set(ds.requests["split"].to_list()))
         raise InputError(
-            f"no request in split {split!r}", path=data_dir, field="split", hint=f"splits: {splits}"
+            f"no request in split {split!r}",
+            path=data_dir,
+            field="split",
+            hint=f"splits: {splits}, or {ALL_SPLITS!r} for every request",
         )
     if limit is not None:
         requests = requests.head(limit)
     gen_cfg = dataclasses.replace(generation, k=max(generation.k, max(ks)))
     out = Path(out_dir)
     gen = generate_lists(model_dir, requests["prompt"].to_list(), ds.meta, gen_cfg)
-    matcher = Matcher(ds.catalog, mode=match)  # type: ignore[arg-type]
+    matcher = Matcher(ds.catalog, choice.used)
     ids_req = requests["request_id"].to_list()
+    warnings: dict[str, int] = {}
     settings = {
-        "match": match,
+        "grounding": grounding_record(choice, warnings),
         "split": split,
         "data": str(data_dir),
         "model": str(model_dir),
@@ -131,7 +141,8 @@ def evaluate_model(
     scored = score_lists(
         requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact, filters=filters
     )
-    result = summarize(scored, config, settings={**settings, "lists": "greedy"})
+    result = summarize(scored, config, settings={**settings, "lists": "greedy"}, warnings=warnings)
+    result["requests_by_split"] = requests_by_split(requests)
     pred_rows = [
         {"request_id": r, "recommendations": s, "grounded": g, "completion": c}
         for r, s, g, c in zip(ids_req, shown, grounded, gen.greedy)
@@ -159,6 +170,7 @@ def evaluate_model(
             s_scored,
             config,
             settings={**settings, "lists": f"{n} samples at temperature {gen_cfg.temperature}"},
+            warnings=warnings,
         )
         result["sampled"] = sampled
         rows = [

@@ -2,8 +2,20 @@
 
 Predictions are JSON lines ``{"request_id": str, "recommendations": [str, ...]}`` (ranked; other fields
 are ignored). Each recommendation is parsed like one generated line (``catalog.parse.parse_line``: list
-markers, quotes and a ``(Year)`` stripped) and grounded with ``catalog.match.Matcher`` in the chosen mode.
+markers, quotes and a ``(Year)`` stripped) and grounded with ``catalog.match.Matcher`` using the
+dataset's grounding settings (``meta.json["grounding"]``); settings asked for explicitly replace the
+dataset's field by field, and the result's ``settings.grounding`` records what was used, what the dataset
+says and what differs (``data_prep.dataset.choose_grounding``; a difference is also a warning).
 A slot that does not parse or ground stays a slot (it consumes a rank unless compaction drops it).
+
+Which requests are scored (never fewer than the predictions cover without an error): ``split`` names one
+split (default ``test``) or ``"all"`` (every request of the dataset). A prediction for a request of
+another split than the one scored is an error by default, naming how many there are per split and how
+to include them (``--split all``, or ``--split NAME``); with ``on_other_split="ignore"`` they are left out
+on purpose and counted in the result's ``warnings`` and ``n_predictions``. Scoring every request that
+has predictions by default was the other choice; it was not taken because a predictions file that
+covers training requests would then silently mix them into a test figure. The result always says
+``n_requests`` (scored), ``n_predictions`` (in the file) and ``requests_by_split``.
 
 Bad input, and what happens (never a metric over a silent subset):
 
@@ -11,7 +23,8 @@ Bad input, and what happens (never a metric over a silent subset):
   that is not a string, a request id given twice: ``InputError`` naming the file, line and field;
 - a request id that the dataset does not have: ``InputError`` (usually the wrong file or dataset), or,
   with ``on_unknown="warn"``, ignored and counted;
-- a request of another split than the one scored: ignored and counted (a file may cover all splits);
+- a request of another split than the one scored: ``InputError`` (see above), or, with
+  ``on_other_split="ignore"``, ignored and counted;
 - a request of the scored split without a prediction: ``InputError``, or, with ``on_missing="empty"``,
   scored as an empty list (all metrics 0) and counted;
 - an empty list, or an empty-string item: scored as given (no hits; the empty string is an empty slot)
@@ -22,7 +35,7 @@ The counts land in the result's ``warnings``; the CLI prints them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,15 +44,18 @@ import polars as pl
 
 from catalog.errors import InputError
 from catalog.io import iter_jsonl
-from catalog.match import Matcher
+from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_line
-from data_prep.dataset import PooledDataset
+from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.views import VIEWS, ScoredLists, key_views, score_lists, split_key
 
 OnUnknown = Literal["error", "warn"]
 OnMissing = Literal["error", "empty"]
+OnOtherSplit = Literal["error", "ignore"]
+#: the ``split`` value that scores every request of the dataset
+ALL_SPLITS = "all"
 
 
 @dataclass
@@ -127,24 +143,30 @@ def align(
     split: str | None,
     on_unknown: OnUnknown = "error",
     on_missing: OnMissing = "error",
+    on_other_split: OnOtherSplit = "error",
 ) -> Aligned:
-    """Match prediction lines to the dataset's requests of ``split`` (None: every request)."""
+    """Match prediction lines to the dataset's requests of ``split`` (None or ``"all"``: every request)."""
+    if split == ALL_SPLITS:
+        split = None
     all_ids = requests["request_id"].to_list()
     split_of = dict(zip(all_ids, requests["split"].to_list()))
     scored = requests if split is None else requests.filter(pl.col("split") == split)
     if scored.height == 0:
         splits = sorted(set(requests["split"].to_list()))
         raise InputError(
-            f"the dataset has no request in split {split!r}", field="split", hint=f"splits: {splits}"
+            f"the dataset has no request in split {split!r}",
+            field="split",
+            hint=f"splits: {splits}, or {ALL_SPLITS!r} for every request",
         )
     warnings: dict[str, int] = {}
     by_id: dict[str, list[str]] = {}
     unknown: list[tuple[str, int]] = []
+    other: dict[str, int] = {}
     for rid, items, line in zip(preds.request_ids, preds.recommendations, preds.lines):
         if rid not in split_of:
             unknown.append((rid, line))
         elif split is not None and split_of[rid] != split:
-            warnings["other_split_ignored"] = warnings.get("other_split_ignored", 0) + 1
+            other[split_of[rid]] = other.get(split_of[rid], 0) + 1
         else:
             by_id[rid] = items
     if unknown:
@@ -158,6 +180,20 @@ def align(
                 hint="check that the predictions and --data belong together, or pass --on-unknown warn",
             )
         warnings["unknown_ignored"] = len(unknown)
+    if other:
+        n_other = sum(other.values())
+        if on_other_split == "error":
+            per = ", ".join(f"{k}: {v}" for k, v in sorted(other.items()))
+            raise InputError(
+                f"{n_other} of {len(preds.request_ids)} predictions are for requests outside split {split!r} "
+                f"({per}): scoring {split!r} alone would report on {len(by_id)} of the {len(by_id) + n_other} "
+                "predicted requests",
+                path=preds.path,
+                field="split",
+                hint=f"pass --split {ALL_SPLITS} to score every request, --split NAME for another split, or "
+                f"--on-other-split ignore to score split {split!r} only",
+            )
+        warnings["other_split_ignored"] = n_other
     ids = scored["request_id"].to_list()
     missing = [rid for rid in ids if rid not in by_id]
     if missing:
@@ -205,12 +241,35 @@ def summarize(
     return out
 
 
+def grounding_choice(
+    dataset: PooledDataset,
+    grounding: GroundingSettings | Mapping[str, Any] | None,
+    *,
+    by: str = "the caller",
+) -> GroundingChoice:
+    """The dataset's grounding with ``grounding`` over it (a ``GroundingSettings`` sets every field; a
+    mapping the fields it holds that are not None; None none)."""
+    asked = grounding.to_dict() if isinstance(grounding, GroundingSettings) else dict(grounding or {})
+    return choose_grounding(dataset, asked, by=by)
+
+
+def grounding_record(choice: GroundingChoice, warnings: dict[str, int]) -> dict[str, Any]:
+    """``settings["grounding"]`` of a result (``choice.to_dict()`` plus its notes); counts a difference
+    from the dataset's settings in ``warnings["grounding_overridden"]``."""
+    if choice.overridden:
+        warnings["grounding_overridden"] = len(choice.overridden)
+    if choice.legacy:
+        warnings["grounding_not_recorded"] = 1
+    return {**choice.to_dict(), "notes": choice.notes()}
+
+
 def score_predictions(
     dataset: PooledDataset,
     preds: Predictions,
     *,
     split: str | None = "test",
-    match: str = "fuzzy",
+    grounding: GroundingSettings | Mapping[str, Any] | None = None,
+    grounding_by: str = "the caller",
     ks: Sequence[int] = DEFAULT_KS,
     metrics: Sequence[str] = METRICS,
     compact: bool = True,
@@ -218,13 +277,40 @@ def score_predictions(
     config: BootstrapConfig = DEFAULT_CI,
     on_unknown: OnUnknown = "error",
     on_missing: OnMissing = "error",
+    on_other_split: OnOtherSplit = "error",
 ) -> tuple[dict[str, Any], ScoredLists]:
-    """Align, ground, score and bootstrap; returns (result JSON, per-request scores)."""
-    aligned = align(preds, dataset.requests, split=split, on_unknown=on_unknown, on_missing=on_missing)
-    matcher = Matcher(dataset.catalog, mode=match)  # type: ignore[arg-type]
+    """Align, ground, score and bootstrap; returns (result JSON, per-request scores).
+
+    ``grounding``: settings asked for instead of the dataset's (see :func:`grounding_choice`);
+    ``grounding_by`` names who asked, for the printed note.
+    """
+    aligned = align(
+        preds,
+        dataset.requests,
+        split=split,
+        on_unknown=on_unknown,
+        on_missing=on_missing,
+        on_other_split=on_other_split,
+    )
+    choice = grounding_choice(dataset, grounding, by=grounding_by)
+    matcher = Matcher(dataset.catalog, choice.used)
     grounded = ground_lists(aligned.lists, matcher)
     scored = score_lists(
         aligned.requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact, filters=filters
     )
-    settings = {"match": match, "split": split, "predictions": preds.path}
-    return summarize(scored, config, settings=settings, warnings=aligned.warnings), scored
+    warnings = dict(aligned.warnings)
+    settings = {
+        "grounding": grounding_record(choice, warnings),
+        "split": ALL_SPLITS if split is None else split,
+        "predictions": preds.path,
+    }
+    result = summarize(scored, config, settings=settings, warnings=warnings)
+    result["n_predictions"] = len(preds.request_ids)
+    result["requests_by_split"] = requests_by_split(aligned.requests)
+    return result, scored
+
+
+def requests_by_split(requests: pl.DataFrame) -> dict[str, int]:
+    """``{split: number of requests}`` of a requests frame, splits sorted."""
+    counts = requests.group_by("split").len().sort("split")
+    return dict(zip(counts["split"].to_list(), counts["len"].to_list()))

@@ -10,6 +10,12 @@ at step S, linearly interpolated between A's validations, as a fraction of S. Th
 recomputes A's whole curve *and* B's target on the same resample (the validation set is shared), then the
 crossing; the crossing is not smooth, so percentile intervals are the default. A resample where A never
 reaches the target gives ``inf`` (an open upper end), never a silently dropped resample.
+
+Metric names (:func:`resolve_metric`): the eval log's keys (``eval/recall@5/per_responder``), the same
+without ``eval/``, and the names the training config's ``validation_metric`` and the demo report use for
+the sampled validation lists (``sampled/recall@5/per_responder``: the key ``eval/recall@5/per_responder``
+of ``<run>/sampled/eval_log.jsonl``; the run may be given with or without its ``/sampled``). A name that
+no run logs is an error listing the names that are logged.
 """
 
 from __future__ import annotations
@@ -46,6 +52,69 @@ def read_eval_log(run_dir: str | Path) -> list[dict[str, Any]]:
     if not records:
         raise InputError("the eval log is empty", path=path)
     return [records[s] for s in sorted(records)]
+
+
+SAMPLED = "sampled"
+
+
+def logged_metrics(run_dir: str | Path) -> list[str]:
+    """Every metric name :func:`resolve_metric` accepts for ``run_dir``: ``eval/...`` from its eval log,
+    ``sampled/...`` from ``<run_dir>/sampled/eval_log.jsonl`` (when there is one)."""
+    run = Path(run_dir)
+    out: list[str] = []
+    for prefix, log in (("eval/", run / "eval_log.jsonl"), (f"{SAMPLED}/", run / SAMPLED / "eval_log.jsonl")):
+        if not log.is_file():
+            continue
+        keys: dict[str, None] = {}
+        for rec in read_eval_log(log.parent):
+            keys.update(dict.fromkeys(k for k in rec if _is_key(k)))
+        out += [prefix + k.removeprefix("eval/") for k in sorted(keys)]
+    return out
+
+
+def _is_key(key: str) -> bool:
+    try:
+        split_key(key)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve_metric(runs: Sequence[str | Path], metric: str) -> list[tuple[Path, str]]:
+    """``metric`` as a user writes it -> (the run folder whose eval log holds it, its eval-log key), per run.
+
+    ``sampled/<m>@<k>/<view>`` reads ``<run>/sampled`` (or ``<run>`` itself when it already ends in
+    ``sampled``); ``eval/<m>@<k>/<view>`` and ``<m>@<k>/<view>`` read ``<run>``. Raises ``InputError``
+    listing the logged names when a run does not log the metric.
+    """
+    name = metric.strip()
+    sampled = name.startswith(f"{SAMPLED}/")
+    rest = name.removeprefix(f"{SAMPLED}/") if sampled else name
+    key = rest if rest.startswith("eval/") else f"eval/{rest}"
+    if not _is_key(key):
+        raise InputError(
+            f"{metric!r} is not a metric name",
+            field="--metric",
+            hint="write <metric>@<k>/<view> with an optional eval/ or sampled/ prefix, e.g. "
+            "sampled/recall@5/per_responder",
+        )
+    out = []
+    for run_dir in runs:
+        run = Path(run_dir)
+        folder = run / SAMPLED if sampled and run.name != SAMPLED else run
+        log = folder / "eval_log.jsonl"
+        logged = any(key in rec for rec in read_eval_log(folder)) if log.is_file() else False
+        if not logged:
+            top = run.parent if run.name == SAMPLED else run
+            names = logged_metrics(top)
+            raise InputError(
+                f"metric {metric!r} is not logged" + ("" if log.is_file() else f" (no {log})"),
+                path=top,
+                field="--metric",
+                hint="logged: " + (", ".join(names) if names else "none (is this a training run folder?)"),
+            )
+        out.append((folder, key))
+    return out
 
 
 def step_values_path(run_dir: str | Path, step: int) -> Path:

@@ -1,7 +1,8 @@
 """Training callbacks: validation with best-checkpoint selection, and a divergence guard.
 
 ``ValidationCallback`` (every ``validation_steps`` and at step 0): greedy lists for the requests of the
-validation split from the model being trained (``eval.generate.transformers_runner``), grounded and
+validation split from the model being trained (``eval.generate.transformers_runner``), grounded with the
+run's grounding settings (the reward's: ``run_training`` passes the same ``GroundingSettings``) and
 scored by the same functions as ``remark eval`` (``eval.views.score_lists``), so that training and
 evaluation never compute "the same" metric in two places. Each validation appends one line to
 ``<output_dir>/eval_log.jsonl`` and writes per-request values to ``<output_dir>/eval/step_XXXXXX.parquet``
@@ -32,7 +33,7 @@ import polars as pl
 from transformers import TrainerCallback
 
 from catalog.io import atomic_dir, atomic_write
-from catalog.match import Matcher
+from catalog.match import GroundingSettings, Matcher
 from data_prep.dataset import PooledDataset
 from eval.generate import GenerationConfig, render_prompts, transformers_runner
 from eval.run import parse_and_ground
@@ -53,7 +54,7 @@ class ValidationCallback(TrainerCallback):
         every: int,
         metric: str,
         max_new_tokens: int,
-        match_mode: str = "fuzzy",
+        grounding: GroundingSettings | None = None,
         max_requests: int | None = None,
         batch_size: int = 32,
         completions_per_step: int = 1,
@@ -74,7 +75,8 @@ class ValidationCallback(TrainerCallback):
             )
         self.requests = requests
         self.meta = dataset.meta
-        self.matcher = Matcher(dataset.catalog, mode=match_mode)
+        # the run's grounding (run_training passes the reward's settings); None = the dataset's own
+        self.matcher = Matcher(dataset.catalog, grounding or dataset.grounding)
         self.k = k
         self.every = every
         self.metric = metric

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from catalog.match import Matcher
+from catalog.match import GroundingSettings, Matcher
 from catalog.parse import ParsedLine, parse_list
 from catalog.table import Catalog
 from remark.algos import EncodedRows, TokenOffsetMapper, encode_rows, rank_rewards, token_rank_index
@@ -89,14 +89,13 @@ class RankScorer:
         k: int,
         scheme: str,
         log_decay: bool = False,
-        match_mode: str = "fuzzy",
-        year_tolerance: int = 2,
-        match_threshold: float | None = None,
+        grounding: GroundingSettings | None = None,
         eos_token_ids: Sequence[int] | None = None,
         seed: int = 0,
     ) -> None:
-        kwargs = {} if match_threshold is None else {"threshold": match_threshold}
-        self.matcher = Matcher(catalog, mode=match_mode, year_tolerance=year_tolerance, **kwargs)
+        """``grounding``: the run's settings (``run_training`` passes the dataset's, plus any override the
+        config asks for); the validation and ``remark eval`` ground with the same object."""
+        self.matcher = Matcher(catalog, grounding or GroundingSettings())
         self.offsets = TokenOffsetMapper(tokenizer)
         if eos_token_ids is None:
             eos_token_ids = [] if tokenizer.eos_token_id is None else [tokenizer.eos_token_id]

@@ -8,6 +8,12 @@ in ``remark.algos``; data in ``data_prep``; metrics in ``eval``. Outputs in ``ou
 - ``final/`` (the last weights), ``remark_config.json``, ``train_summary.json``,
 - ``stopped.json`` when the divergence guard stopped the run.
 
+Grounding: the reward and the validation ground with the dataset's settings (``meta.json["grounding"]``,
+``data_prep.dataset.choose_grounding``) unless the config sets a grounding field (``match_mode``,
+``year_tolerance``, ``match_threshold``, ``match_scorer``); a field that differs from the dataset's is
+printed, ``remark_config.json`` holds the settings used, ``train_summary.json["grounding"]`` what was used,
+what the dataset says and what was overridden.
+
 ``build_tiny`` (``configs/tiny_cpu.yaml``) first writes a synthetic pooled dataset, trains a tokenizer
 and a tiny Qwen2 model on its text, and SFT-warms it, under ``output_dir/assets``, so the run needs
 nothing but this package.
@@ -150,7 +156,7 @@ def run_training(
     """
     from transformers import AutoTokenizer
 
-    from data_prep.dataset import load_dataset
+    from data_prep.dataset import choose_grounding, load_dataset
     from remark.callbacks import DivergenceGuard, ValidationCallback
     from remark.data import training_dataset
     from remark.trainer import RemarkGRPOTrainer
@@ -167,12 +173,21 @@ def run_training(
             "data_dir and model_name_or_path are required", field="data_dir", hint="or use build_tiny"
         )
     ds = load_dataset(cfg.data_dir)
+    grounding = choose_grounding(ds, cfg.grounding_requested(), by="the training config")
+    for name, value in grounding.used.to_dict().items():  # the trainer's reward reads them from cfg
+        setattr(cfg, name, value)
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
     tokenizer = AutoTokenizer.from_pretrained(cfg.model_name_or_path)
     extra, callbacks = list(callbacks), []
+    notes = grounding.notes()
     if cfg.validation_steps:
         per_step = cfg.per_device_train_batch_size * cfg.world_size * cfg.gradient_accumulation_steps
         valid_ds = load_dataset(cfg.validation_data_dir) if cfg.validation_data_dir else ds
+        if valid_ds is not ds and valid_ds.grounding != grounding.used:
+            notes.append(
+                f"note: the validation dataset {cfg.validation_data_dir} records grounding "
+                f"{valid_ds.grounding.describe()}; validation grounds like the reward: {grounding.used.describe()}"
+            )
         callbacks.append(
             ValidationCallback(
                 valid_ds,
@@ -181,7 +196,7 @@ def run_training(
                 every=cfg.validation_steps,
                 metric=cfg.validation_metric,
                 max_new_tokens=cfg.max_completion_length or 256,
-                match_mode=cfg.match_mode,
+                grounding=grounding.used,
                 max_requests=cfg.validation_max_requests,
                 batch_size=cfg.validation_batch_size,
                 completions_per_step=per_step,
@@ -206,6 +221,8 @@ def run_training(
         callbacks.append(
             DivergenceGuard(max_kl=cfg.divergence_kl, max_abs_log_ratio=cfg.divergence_log_ratio)
         )
+    for line in notes:
+        print(line)
     trainer = RemarkGRPOTrainer(
         model=cfg.model_name_or_path,
         args=cfg,
@@ -227,6 +244,7 @@ def run_training(
         "final": str(out / "final"),
         "best": None,
         "stopped": None,
+        "grounding": {**grounding.to_dict(), "notes": notes},
         "train_runtime_s": next(
             (h["train_runtime"] for h in trainer.state.log_history if "train_runtime" in h), None
         ),

@@ -98,9 +98,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             k=args.num_ranks,
             scheme=args.reward_scheme,
             log_decay=args.log_decay,
-            match_mode=args.match_mode,
-            year_tolerance=args.year_tolerance,
-            match_threshold=args.match_threshold,
+            grounding=args.grounding(),
             eos_token_ids=self.eos_token_ids,
             seed=args.seed,
         )

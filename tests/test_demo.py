@@ -106,7 +106,11 @@ def test_protoqa_splits_respondents_of_the_same_questions(tmp_path):
     from data_prep.dataset import write_dataset
 
     write_dataset(
-        only_train, _pooled(ds.requests.filter(pl.col("split") == "train"), ds), ds.catalog, ds.meta
+        only_train,
+        _pooled(ds.requests.filter(pl.col("split") == "train"), ds),
+        ds.catalog,
+        ds.meta,
+        grounding=ds.grounding,
     )
     with pytest.raises(InputError, match="split"):
         prepare_protoqa(only_train, tmp_path / "unused", s)

@@ -97,7 +97,7 @@ def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
     import numpy as np
     import polars as pl
 
-    from catalog.match import Matcher
+    from catalog.match import GroundingSettings, Matcher
     from data_prep.dataset import write_dataset
     from data_prep.holdout import holdout_responders
     from data_prep.pool import SplitSpec, pool_threads
@@ -120,7 +120,7 @@ def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
         for name, part in zip(("scraped", "crowdsourced"), parts, strict=False)
         for rid in part.frame["request_id"].unique().to_list()
     }
-    matcher = Matcher(threads.catalog, mode=d["match_mode"])
+    matcher = Matcher(threads.catalog, GroundingSettings(match_mode=d["match_mode"]))
     pooled = pool_threads(threads, matcher, split=SplitSpec((("train", 1.0),), seed=0))
     scraped = pooled.filter(
         pl.col("request_id").replace_strict(source_of, default=None) == "scraped",
@@ -146,14 +146,15 @@ def build_data(cfg: dict[str, Any], protoqa: Path, out: Path) -> dict[str, Any]:
         "experiment": "protoqa_cpu",
         "inputs": [str(protoqa / d["scraped"])]
         + ([str(protoqa / d["crowdsourced"])] if d.get("use_crowdsourced", True) else []),
-        "match_mode": d["match_mode"],
         "holdout": split.settings,
     }
     for side, frame in sides.items():
         frame = frame.with_columns(
             pl.lit(side).alias("split")
         )  # ValidationCallback reads split "valid"/"test"
-        write_dataset(out / "data" / side, frame, threads.catalog, {**meta, "side": side})
+        write_dataset(
+            out / "data" / side, frame, threads.catalog, {**meta, "side": side}, grounding=matcher.settings
+        )
     sources = {r: source_of[r] for r in sorted(ids)}
     write_json(out / "data" / "sources.json", sources)
     n_src = {s: sum(v == s for v in sources.values()) for s in ("scraped", "crowdsourced")}
@@ -188,6 +189,7 @@ def validation(cfg: dict[str, Any], out: Path, side: str, *, every: int, per_ste
     """
     from hooks import Side  # beside this file
 
+    from catalog.match import GroundingSettings
     from data_prep.dataset import load_dataset
     from remark.callbacks import ValidationCallback
 
@@ -199,7 +201,7 @@ def validation(cfg: dict[str, Any], out: Path, side: str, *, every: int, per_ste
         every=every,
         metric=metric,
         max_new_tokens=cfg["grpo"]["max_completion_length"],
-        match_mode=cfg["data"]["match_mode"],
+        grounding=GroundingSettings(match_mode=cfg["data"]["match_mode"]),
         batch_size=e["batch_size"],
         completions_per_step=per_step,
         num_samples=e["num_samples"],

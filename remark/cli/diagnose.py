@@ -3,7 +3,8 @@
 Lists come from ``--lists FILE`` (JSON lines, one object per request: ``{"request_id": str, "lists":
 [[item_id or null, ...], ...]}`` with G lists of grounded catalog ids, or ``"completions": [str, ...]``
 with G raw completions, parsed with ``catalog.parse.parse_list`` and grounded against the dataset's
-catalog) or from ``--policy popularity``.
+catalog with its grounding settings, ``meta.json["grounding"]``, unless a grounding flag overrides them)
+or from ``--policy popularity``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from catalog.errors import InputError
 from catalog.io import iter_jsonl
+from remark.cli.grounding import add_grounding_flags, print_notes, requested_grounding
 
 
 def add_parser(subparsers) -> None:
@@ -54,12 +56,7 @@ def add_parser(subparsers) -> None:
         "--batch-size", type=int, default=48, help="requests per batch (batch scaling; default 48)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the popularity policy (default 0)")
-    p.add_argument(
-        "--match",
-        choices=["exact", "normalized", "fuzzy"],
-        default="fuzzy",
-        help="grounding of --lists completions",
-    )
+    add_grounding_flags(p, from_dataset=True)
     p.add_argument(
         "--pass-rate-scheme",
         choices=["union", "marginal"],
@@ -73,7 +70,9 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _read_lists(path: Path, known: set[str], group_size: int, catalog: Any, match: str) -> dict[str, list]:
+def _read_lists(
+    path: Path, known: set[str], group_size: int, catalog: Any, grounding: Any
+) -> dict[str, list]:
     """Per request id, G lists of grounded ids (completions are parsed and grounded here)."""
     if not path.is_file():
         raise InputError("file not found", path=path, hint="pass a JSON lines file of lists per request")
@@ -117,20 +116,20 @@ def _read_lists(path: Path, known: set[str], group_size: int, catalog: Any, matc
                 raise InputError("completions must be strings", path=path, row=row, field="completions")
             texts[rid] = value
     if texts:
-        out.update(_ground_completions(texts, catalog, match))
+        out.update(_ground_completions(texts, catalog, grounding))
     if not out:
         raise InputError("no lists found", path=path)
     return out
 
 
-def _ground_completions(texts: dict[str, list[str]], catalog: Any, match: str) -> dict[str, list]:
+def _ground_completions(texts: dict[str, list[str]], catalog: Any, grounding: Any) -> dict[str, list]:
     """Parse each completion and ground its lines with ``Matcher.ground_lines`` (the rewards' path)."""
     from catalog.match import Matcher
     from catalog.parse import parse_list
 
     rids = list(texts)
     rows = [parse_list(t) for rid in rids for t in texts[rid]]
-    ids = iter(Matcher(catalog, mode=match).ground_lines(rows))
+    ids = iter(Matcher(catalog, grounding).ground_lines(rows))
     return {rid: [next(ids) for _ in texts[rid]] for rid in rids}
 
 
@@ -167,8 +166,15 @@ def run(args: argparse.Namespace) -> int:
         policy, seed = "popularity", args.seed
         notes["prior_items"] = len(items)
     else:
+        from data_prep.dataset import choose_grounding
+
+        choice = choose_grounding(ds, requested_grounding(args), by="command-line flags")
+        print_notes(choice)
+        notes["grounding"] = choice.used.describe() + (
+            " (overrides the dataset's)" if choice.overridden else ""
+        )
         found = _read_lists(
-            args.lists, set(requests["request_id"].to_list()), args.group_size, ds.catalog, args.match
+            args.lists, set(requests["request_id"].to_list()), args.group_size, ds.catalog, choice.used
         )
         requests = requests.filter(pl.col("request_id").is_in(list(found)))
         lists, policy, seed = found, f"lists from {args.lists}", None

@@ -4,11 +4,20 @@ Sub-commands:
 
 - ``score``: a predictions JSONL against a prepared dataset -> metrics with bootstrap CIs;
 - ``run``: generate lists with a model (greedy, optional samples), score them, write outputs;
-- ``compare A B``: paired differences A - B with CIs on the same requests;
-- ``steps``: steps-to-reach from two training runs' eval logs;
+- ``compare A B``: paired differences A - B with CIs on the same requests (``--lists greedy|sampled``
+  picks which of an eval run's lists, and the output says which it compared);
+- ``steps``: steps-to-reach from two training runs' eval logs (``--metric`` as the eval log, the config's
+  ``validation_metric`` or the demo report write it: ``eval/recall@5/per_responder``,
+  ``sampled/recall@5/per_responder`` for the sampled validation lists under ``<run>/sampled``);
 - ``curves``: validation curves with CI bands (PNG);
 - ``convert-protoqa``: ProtoQA prediction files -> our predictions JSONL;
 - ``protoqa-evaluator``: the official ProtoQA "Max Answers @ k" (exact match), for cross-checks.
+
+``score``, ``run`` and ``compare`` ground with the dataset's settings (``meta.json["grounding"]``) unless a
+grounding flag is given (``--match-mode``, ``--year-tolerance``, ``--match-threshold``,
+``--match-scorer``); a difference from the dataset's is printed on stderr and recorded in the result's
+``settings.grounding``. ``score --split`` is one split or ``all``; predictions outside the scored split
+are an error unless ``--on-other-split ignore`` (``eval.score``).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
+from remark.cli.grounding import add_grounding_flags, requested_grounding
 
 DEFAULT_KS = [5, 10, 15, 20]
 # eval.metrics' METRICS, MAX_K and FILTERS, spelled out so that `remark --help` imports no numpy
@@ -27,6 +37,8 @@ DEFAULT_KS = [5, 10, 15, 20]
 METRIC_NAMES = ["recall", "ndcg", "precision", "hit", "mrr"]
 MAX_K = 50
 FILTER_NAMES = ["drop_ooc_seen", "drop_ooc", "drop_seen", "drop_none"]
+#: ``compare --lists``: the per-request table of an ``eval run`` dir and where its settings are
+LISTS = {"greedy": ("per_request.parquet", None), "sampled": ("per_request_sampled.parquet", "sampled")}
 
 
 def cutoff(text: str) -> int:
@@ -59,13 +71,8 @@ def _ci_flags(p: argparse.ArgumentParser, *, method: str = "bca", resamples: int
 
 
 def _score_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--split", default="test", help="split to score (default %(default)s)")
-    p.add_argument(
-        "--match",
-        choices=["exact", "normalized", "fuzzy"],
-        default="fuzzy",
-        help="grounding mode (default fuzzy)",
-    )
+    p.add_argument("--split", default="test", help="split to score, or 'all' (default %(default)s)")
+    add_grounding_flags(p, from_dataset=True)
     p.add_argument(
         "--k", type=cutoff, nargs="+", default=DEFAULT_KS, help=f"cut-offs, 1 to {MAX_K} (default 5 10 15 20)"
     )
@@ -122,6 +129,12 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument(
         "--on-missing", choices=["error", "empty"], default="error", help="requests without predictions"
     )
+    s.add_argument(
+        "--on-other-split",
+        choices=["error", "ignore"],
+        default="error",
+        help="predictions for requests outside --split: an error (default), or left out and counted",
+    )
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.add_argument(
         "--out", type=Path, default=None, help="also write metrics.json and per_request.parquet here"
@@ -151,6 +164,13 @@ def add_parser(subparsers: Any) -> None:
     )
     c.add_argument("b", type=Path, help="the same for the baseline")
     c.add_argument("--data", type=Path, default=None, help="dataset, when A or B is a predictions file")
+    c.add_argument(
+        "--lists",
+        choices=list(LISTS),
+        default=None,
+        help="which lists of an eval run dir: greedy (per_request.parquet, the default) or sampled "
+        "(per_request_sampled.parquet, the demo's headline lists); the output says which",
+    )
     _score_flags(c)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_compare)
@@ -161,7 +181,11 @@ def add_parser(subparsers: Any) -> None:
     )
     st.add_argument("--baseline", type=Path, required=True, help="baseline run dir")
     st.add_argument(
-        "--metric", default="eval/recall@20/per_responder", help="metric key (default %(default)s)"
+        "--metric",
+        default="eval/recall@20/per_responder",
+        help="metric as the eval log or the demo report name it: eval/recall@20/per_responder (greedy "
+        "validation lists), sampled/recall@5/per_responder (sampled, read from <run>/sampled); default "
+        "%(default)s; a name that is not logged lists those that are",
     )
     st.add_argument("--step", type=int, default=None, help="baseline step S (default: its last validation)")
     st.add_argument("--plot", type=Path, default=None, help="also write both curves with CI bands here (PNG)")
@@ -172,7 +196,9 @@ def add_parser(subparsers: Any) -> None:
     cu = sub.add_parser("curves", help="validation curves with CI bands (PNG)")
     cu.add_argument("runs", type=Path, nargs="+", help="training run dirs")
     cu.add_argument(
-        "--metric", default="eval/recall@20/per_responder", help="metric key (default %(default)s)"
+        "--metric",
+        default="eval/recall@20/per_responder",
+        help="metric as in eval steps (eval/... or sampled/...; default %(default)s)",
     )
     cu.add_argument("--x", default="step", help="x axis: step, samples, gpu_hours, wall_s (default step)")
     cu.add_argument("--out", type=Path, required=True, help="PNG path")
@@ -207,6 +233,12 @@ def _emit(result: dict, args: argparse.Namespace, markdown: str) -> None:
         print("warnings: " + ", ".join(f"{k} = {v}" for k, v in result["warnings"].items()), file=sys.stderr)
 
 
+def _grounding_notes(result: dict) -> None:
+    """Print the result's grounding notes (a legacy dataset, settings that differ from the dataset's)."""
+    for line in result.get("settings", {}).get("grounding", {}).get("notes", []):
+        print(line, file=sys.stderr)
+
+
 def _score_file(args: argparse.Namespace, predictions: Path, data: Path):
     from data_prep.dataset import load_dataset
     from eval.score import read_predictions, score_predictions
@@ -215,7 +247,8 @@ def _score_file(args: argparse.Namespace, predictions: Path, data: Path):
         load_dataset(data),
         read_predictions(predictions),
         split=args.split,
-        match=args.match,
+        grounding=requested_grounding(args),
+        grounding_by="command-line flags",
         ks=args.k,
         metrics=args.metrics,
         compact=args.compact,
@@ -223,6 +256,7 @@ def _score_file(args: argparse.Namespace, predictions: Path, data: Path):
         config=_config(args),
         on_unknown=getattr(args, "on_unknown", "error"),
         on_missing=getattr(args, "on_missing", "error"),
+        on_other_split=getattr(args, "on_other_split", "error"),
     )
 
 
@@ -233,6 +267,7 @@ def run_score(args: argparse.Namespace) -> int:
     result, scored = _score_file(args, args.predictions, args.data)
     if args.out is not None:
         write_score_outputs(args.out, result, scored.per_request)
+    _grounding_notes(result)
     _emit(result, args, metrics_markdown(result, title=f"{args.predictions.name} ({args.split})"))
     return 0
 
@@ -259,7 +294,8 @@ def run_run(args: argparse.Namespace) -> int:
         args.out,
         split=args.split,
         generation=gen,
-        match=args.match,
+        grounding=requested_grounding(args),
+        grounding_by="command-line flags",
         ks=args.k,
         metrics=args.metrics,
         compact=args.compact,
@@ -268,6 +304,7 @@ def run_run(args: argparse.Namespace) -> int:
         limit=args.limit,
     )
     md = metrics_markdown(result, title=f"{args.model.name}: greedy ({args.split})")
+    _grounding_notes(result)
     _emit(
         result,
         args,
@@ -276,25 +313,54 @@ def run_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _per_request(path: Path, args: argparse.Namespace):
-    """(per-request table, settings) from an eval dir, a parquet file or a predictions file."""
+def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
+    """(per-request table, settings, what was read) from an eval dir, a parquet file or a predictions file."""
     import polars as pl
 
+    lists = args.lists or "greedy"
     if path.is_dir():
-        table = path / "per_request.parquet"
+        name, part = LISTS[lists]
+        table = path / name
         if not table.is_file():
-            raise InputError(
-                "no per_request.parquet here", path=path, hint="pass an `remark eval run` output dir"
+            hint = (
+                "evaluate with `remark eval run --num-samples N` to get sampled lists, or pass --lists greedy"
+                if lists == "sampled"
+                else "pass an `remark eval run` or `remark eval score --out` output dir"
             )
+            raise InputError(f"no {name} here ({lists} lists)", path=path, hint=hint)
         meta = path / "metrics.json"
-        settings = json.loads(meta.read_text()).get("settings", {}) if meta.is_file() else {}
-        return pl.read_parquet(table), settings
+        result = json.loads(meta.read_text()) if meta.is_file() else {}
+        settings = (result.get(part, {}) if part else result).get("settings", {})
+        return pl.read_parquet(table), settings, f"{lists} lists ({table})"
     if path.suffix == ".parquet":
-        return pl.read_parquet(path), {}
+        return pl.read_parquet(path), {}, f"the lists scored in {path}"
+    if args.lists == "sampled":
+        raise InputError(
+            "a predictions file holds one list per request, not sampled lists",
+            path=path,
+            field="--lists",
+            hint="drop --lists sampled, or pass an eval run dir",
+        )
     if args.data is None:
         raise InputError("a predictions file needs --data", path=path, field="--data")
-    _, scored = _score_file(args, path, args.data)
-    return scored.per_request, {**scored.settings, "match": args.match}
+    result, scored = _score_file(args, path, args.data)
+    _grounding_notes(result)
+    return scored.per_request, {**scored.settings, **result["settings"]}, f"the lists in {path}"
+
+
+def _grounding_used(settings: dict) -> dict | None:
+    """The grounding a result was scored with (results written before the contract: their ``match``)."""
+    g = settings.get("grounding")
+    if isinstance(g, dict) and isinstance(g.get("used"), dict):
+        return g["used"]
+    return {"match_mode": settings["match"]} if isinstance(settings.get("match"), str) else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, or (grounding dicts) equal on the fields both record."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(a[k] == b[k] for k in set(a) & set(b))
+    return a == b
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -302,11 +368,15 @@ def run_compare(args: argparse.Namespace) -> int:
     from eval.report import compare_markdown
     from eval.views import split_key
 
-    (a, sa), (b, sb) = _per_request(args.a, args), _per_request(args.b, args)
-    for key in ("compact", "match"):
-        if key in sa and key in sb and sa[key] != sb[key]:
+    (a, sa, what_a), (b, sb, what_b) = _per_request(args.a, args), _per_request(args.b, args)
+    checks = {
+        "compact": (sa.get("compact"), sb.get("compact")),
+        "grounding": (_grounding_used(sa), _grounding_used(sb)),
+    }
+    for key, (va, vb) in checks.items():
+        if va is not None and vb is not None and not _same(va, vb):
             raise InputError(
-                f"A and B were scored with different {key} ({sa[key]} vs {sb[key]})",
+                f"A and B were scored with different {key} ({va} vs {vb})",
                 field=key,
                 hint="score both the same way before comparing",
             )
@@ -325,23 +395,36 @@ def run_compare(args: argparse.Namespace) -> int:
         diff = compare(a, b, keys, _config(args))
     except ValueError as err:
         raise InputError(str(err), hint="both must be scored on the same split of the same dataset") from err
-    out: dict[str, Any] = {"n_requests": a.height, "a": str(args.a), "b": str(args.b), "difference": "A - B"}
+    lists = args.lists or "greedy"
+    out: dict[str, Any] = {
+        "n_requests": a.height,
+        "a": str(args.a),
+        "b": str(args.b),
+        "lists": lists,
+        "compared": {"a": what_a, "b": what_b},
+        "difference": "A - B",
+    }
     for key, cell in diff.items():
         name, view = split_key(key)
         out.setdefault(view, {})[name] = cell
     out["ci"] = _config(args).as_dict()
-    _emit(out, args, compare_markdown(out, name_a=args.a.name, name_b=args.b.name))
+    header = f"comparing {what_a}\n     with {what_b}\n\n"
+    if args.json:
+        print(f"comparing {what_a} with {what_b}", file=sys.stderr)
+    _emit(out, args, header + compare_markdown(out, name_a=args.a.name, name_b=args.b.name))
     return 0
 
 
 def run_steps(args: argparse.Namespace) -> int:
     from eval.report import plot_curves
-    from eval.steps import steps_to_reach, validation_curve
+    from eval.steps import resolve_metric, steps_to_reach, validation_curve
 
     cfg = _config(args)
-    res = steps_to_reach(args.run, args.baseline, key=args.metric, baseline_step=args.step, config=cfg)
+    (run, key), (base, _) = resolve_metric([args.run, args.baseline], args.metric)
+    res = steps_to_reach(run, base, key=key, baseline_step=args.step, config=cfg)
+    res["runs"] = {"run": str(run), "baseline": str(base)}
     if args.plot is not None:
-        curves = [validation_curve(d, args.metric, config=cfg) for d in (args.run, args.baseline)]
+        curves = [validation_curve(d, key, config=cfg) for d in (run, base)]
         plot_curves(curves, args.plot, reach=res)
     if args.json:
         print(json.dumps(res, indent=2))
@@ -353,16 +436,18 @@ def run_steps(args: argparse.Namespace) -> int:
             else "not reached"
         )
         print(
-            f"{args.metric}: baseline {res['baseline_value']:.4f} at step {res['baseline_step']}; run reaches it at {reached}"
+            f"{args.metric} ({key} in {run}/eval_log.jsonl): baseline {res['baseline_value']:.4f} at step "
+            f"{res['baseline_step']}; run reaches it at {reached}"
         )
     return 0
 
 
 def run_curves(args: argparse.Namespace) -> int:
     from eval.report import plot_curves
-    from eval.steps import validation_curve
+    from eval.steps import resolve_metric, validation_curve
 
-    curves = [validation_curve(d, args.metric, x=args.x, config=_config(args)) for d in args.runs]
+    resolved = resolve_metric(args.runs, args.metric)
+    curves = [validation_curve(d, key, x=args.x, config=_config(args)) for d, key in resolved]
     print(f"wrote {plot_curves(curves, args.out)}")
     return 0
 

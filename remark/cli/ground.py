@@ -3,12 +3,19 @@
     remark ground --catalog gt_catalog.csv titles.txt
     printf '1. Arrival (2016)\\n2. Matrix, The (1999)\\n' | remark ground --catalog gt_catalog.csv --json
     remark ground --catalog gt_catalog.csv --lists --json completions.jsonl
+    remark ground --data data/reddit-v2 titles.txt     # a dataset's catalog and grounding settings
 
 Each input line is parsed like a list line (numbering, markdown, quotes, "(Year)" handled). With
 ``--lists`` the input is one completion (or, for a ``.jsonl`` file, one completion per line: a JSON
 string or an object with a ``completion`` field) and every ranked line is grounded, with its rank and
 character span. ``--json`` prints one JSON object per line with ``input``, ``item_id`` (null when nothing
 matched), ``title``, ``year``, ``rule``, ``score`` and ``detail``; without it a tab-separated table.
+
+Grounding: ``--data DIR`` takes a prepared dataset's catalog and its grounding settings
+(``meta.json["grounding"]``), so titles are grounded as the reward and ``remark eval`` ground them;
+``--catalog`` starts from the defaults. The grounding flags (``--match-mode``, ``--year-tolerance``,
+``--match-threshold``, ``--match-scorer``) override field by field; with ``--data`` a difference from the
+dataset's settings is printed on stderr.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import sys
 from pathlib import Path
 
 from catalog.errors import InputError
+from remark.cli.grounding import add_grounding_flags, print_notes, requested_grounding
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -29,24 +37,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", nargs="?", help="input file (default: standard input)")
-    p.add_argument(
-        "--catalog", required=True, help="catalog file (csv/parquet/json/jsonl, entity2id.json, ReDial csv)"
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--catalog", help="catalog file (csv/parquet/json/jsonl, entity2id.json, ReDial csv)")
+    src.add_argument(
+        "--data", type=Path, help="prepared dataset directory: its catalog and grounding settings"
     )
     p.add_argument(
         "--catalog-format",
         choices=["csv", "tsv", "parquet", "json", "jsonl", "entity2id", "redial"],
         help="catalog format (default: from the file)",
     )
-    p.add_argument(
-        "--mode",
-        choices=["exact", "normalized", "fuzzy"],
-        default="fuzzy",
-        help="exact = Rank-GRPO's verbatim (title, year) lookup; normalized = folded titles; fuzzy (default) adds "
-        "subtitle and rapidfuzz rules",
-    )
-    p.add_argument("--year-tolerance", type=int, default=2, help="max |year difference| (default 2)")
-    p.add_argument("--threshold", type=float, default=None, help="fuzzy score threshold in [0, 100]")
-    p.add_argument("--scorer", default=None, help="rapidfuzz scorer for the fuzzy rule")
+    add_grounding_flags(p, from_dataset=False)
     p.add_argument(
         "--lists", action="store_true", help="input is a whole completion (or .jsonl of completions)"
     )
@@ -88,17 +89,22 @@ def _completions(text: str, path: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from catalog import Matcher, load_catalog, parse_line, parse_list
-    from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD
+    from catalog import GroundingSettings, Matcher, load_catalog, parse_line, parse_list
 
-    catalog = load_catalog(args.catalog, format=args.catalog_format)
-    matcher = Matcher(
-        catalog,
-        mode=args.mode,
-        year_tolerance=args.year_tolerance,
-        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
-        scorer=args.scorer or DEFAULT_SCORER,
-    )
+    asked = requested_grounding(args)
+    if args.data is not None:
+        from data_prep.dataset import choose_grounding, load_dataset
+
+        if args.catalog_format is not None:
+            raise InputError("--catalog-format goes with --catalog", field="--catalog-format")
+        ds = load_dataset(args.data)
+        choice = choose_grounding(ds, asked, by="command-line flags")
+        print_notes(choice)
+        catalog, settings = ds.catalog, choice.used
+    else:
+        catalog = load_catalog(args.catalog, format=args.catalog_format)
+        settings = GroundingSettings().with_overrides(asked)
+    matcher = Matcher(catalog, settings)
     text = _read_input(args.file)
     rows: list[dict] = []
     if args.lists:

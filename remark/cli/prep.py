@@ -6,6 +6,10 @@ for Rank-GRPO's time-split files; rows without a split are assigned one by a sta
 ``--split-by-time``, by the period their request's timestamp falls in (``data_prep.timesplit``).
 ``remark prep synthetic --out DIR [--n-requests N --n-items N --seed S]`` writes the embedded synthetic
 world (``data_prep.synthetic``) instead, with no input.
+
+The grounding flags (``--match-mode``, ``--year-tolerance``, ``--match-threshold``, ``--match-scorer``;
+``catalog.match.GroundingSettings``) ground the mentions and are written to ``meta.json["grounding"]``,
+the settings the reward, the validation and ``remark eval`` then use for this dataset.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 from pathlib import Path
 
 from catalog.errors import InputError
+from remark.cli.grounding import add_grounding_flags, requested_grounding
 
 SPLIT_PREFIXES = ("train", "valid", "test", "val", "validation", "dev")
 
@@ -46,13 +51,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="synthetic: seed (default 0)")
     p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
     p.add_argument("--items", choices=["raw", "clusters"], default="raw", help="ProtoQA items (default raw)")
-    p.add_argument(
-        "--match",
-        choices=["exact", "normalized", "fuzzy"],
-        default="fuzzy",
-        help="grounding mode (default fuzzy)",
-    )
-    p.add_argument("--year-tolerance", type=int, default=2, help="grounding year tolerance (default 2)")
+    add_grounding_flags(p, from_dataset=False)
     p.add_argument("--domain", choices=["movie", "book", "music", "answer"], default=None, help="override")
     p.add_argument(
         "--split-fractions",
@@ -104,8 +103,13 @@ def run_synthetic(args: argparse.Namespace) -> int:
 
     if args.input:
         raise InputError("the synthetic source takes no --input", field="--input", hint="drop --input")
+    from catalog.match import GroundingSettings
+
+    grounding = GroundingSettings().with_overrides(requested_grounding(args))
     try:
-        ds = build_dataset(args.out, n_requests=args.n_requests, n_items=args.n_items, seed=args.seed)
+        ds = build_dataset(
+            args.out, n_requests=args.n_requests, n_items=args.n_items, seed=args.seed, grounding=grounding
+        )
     except ValueError as err:
         raise InputError(str(err), field="--n-requests/--n-items", hint="see `remark prep --help`") from err
     return _report(args, ds)
@@ -118,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"source {args.source!r} needs --input", field="--input", hint="pass --input PATH (repeatable)"
         )
-    from catalog.match import Matcher
+    from catalog.match import GroundingSettings, Matcher
     from catalog.table import load_catalog
     from data_prep.dataset import write_dataset
     from data_prep.pool import SplitSpec, pool_threads
@@ -126,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from data_prep.schema import SPLIT_ALIASES, Report
     from data_prep.timesplit import PRESETS, TimeSplit
 
+    grounding = GroundingSettings().with_overrides(requested_grounding(args))
     by_time = None
     if args.split_by_time is not None:
         try:
@@ -156,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"source {args.source!r} defines no catalog", field="--catalog", hint="pass --catalog PATH"
         )
-    matcher = Matcher(catalog, mode=args.match, year_tolerance=args.year_tolerance)
+    matcher = Matcher(catalog, grounding)
     pooled = pool_threads(threads, matcher, split=spec, report=report)
     meta = {
         "source": threads.meta["source"],
@@ -167,13 +172,11 @@ def run(args: argparse.Namespace) -> int:
         "catalog": str(args.catalog) if args.catalog else "from source",
         "catalog_items": len(catalog),
         "items": args.items if args.source == "protoqa" else None,
-        "match": args.match,
-        "year_tolerance": args.year_tolerance,
         "split_fractions": None if by_time else dict(spec.fractions),
         "split_seed": None if by_time else spec.seed,
         "split_by_time": by_time.spec if by_time else None,
     }
-    ds = write_dataset(args.out, pooled, catalog, meta, report=report)
+    ds = write_dataset(args.out, pooled, catalog, meta, grounding=grounding, report=report)
     return _report(args, ds)
 
 

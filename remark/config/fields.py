@@ -63,14 +63,24 @@ class RemarkGRPOConfig(GRPOConfig):
     num_ranks: int = field(
         default=20, metadata={"help": "K: list length the policy is asked for and rewarded on."}
     )
-    match_mode: str = field(
-        default="fuzzy", metadata={"help": "Grounding of generated titles: 'exact' (Rank-GRPO) or 'fuzzy'."}
+    # grounding (catalog.match.GroundingSettings): None = the dataset's meta.json "grounding"; a value set
+    # here overrides the dataset's for the reward and the validation, and is printed and recorded
+    match_mode: str | None = field(
+        default=None,
+        metadata={
+            "help": "Grounding of generated titles: 'exact' (Rank-GRPO), 'normalized' or 'fuzzy'; None = the "
+            "dataset's (meta.json grounding)."
+        },
     )
-    year_tolerance: int = field(
-        default=2, metadata={"help": "Years a title may be off and still match (+-)."}
+    year_tolerance: int | None = field(
+        default=None,
+        metadata={"help": "Years a title may be off and still match (+-); None = the dataset's."},
     )
     match_threshold: float | None = field(
-        default=None, metadata={"help": "Fuzzy score threshold (0-100); None uses the matcher's default."}
+        default=None, metadata={"help": "Fuzzy score threshold (0-100); None = the dataset's."}
+    )
+    match_scorer: str | None = field(
+        default=None, metadata={"help": "rapidfuzz scorer of the fuzzy rule; None = the dataset's."}
     )
     sampling: str = field(
         default="uniform",
@@ -257,3 +267,15 @@ class RemarkGRPOConfig(GRPOConfig):
         validate_remark_fields(self)
         super().__post_init__()
         validate_remark_layout(self)
+
+    def grounding_requested(self) -> dict[str, Any]:
+        """The grounding fields that are set (not None): the overrides of the dataset's grounding."""
+        names = ("match_mode", "year_tolerance", "match_threshold", "match_scorer")
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+    def grounding(self) -> Any:
+        """``catalog.match.GroundingSettings`` of the set fields over the defaults (``run_training`` first
+        fills every field from the dataset, so there this is the dataset's grounding plus the overrides)."""
+        from catalog.match import GroundingSettings
+
+        return GroundingSettings().with_overrides(self.grounding_requested())

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
+from catalog.match import MATCH_MODES, GroundingSettings
 
 SAMPLING_MODES = ("uniform", "per_responder")
 SCALING_MODES = ("group", "batch", "none")
-MATCH_MODES = ("exact", "fuzzy")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 #: TRL loss types built on the clipped surrogate min(r A, clip(r) A) (GMPO replaces r by its own ratio).
 CLIPPED_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -42,7 +42,11 @@ def validate_remark_fields(cfg: Any) -> None:
     _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))
     _choice("advantage_scaling", cfg.advantage_scaling, SCALING_MODES)
     _choice("sampling", cfg.sampling, SAMPLING_MODES)
-    _choice("match_mode", cfg.match_mode, MATCH_MODES)
+    if cfg.match_mode is not None:
+        _choice("match_mode", cfg.match_mode, MATCH_MODES)
+    GroundingSettings().with_overrides(  # the grounding fields that are set; InputError names the field
+        {n: getattr(cfg, n, None) for n in GroundingSettings.names()}
+    )
     if cfg.loss_type is None:
         raise InputError(
             "loss_type must be set explicitly (TRL's default changed from 'bnpo' to 'dapo' across versions)",

@@ -47,7 +47,6 @@ def evaluate_models(
             out / name,
             split="test",
             generation=gen,
-            match="fuzzy",
             ks=_ks(s.k),
             metrics=("recall", "ndcg"),
             config=ci,

@@ -38,7 +38,6 @@ def rl_fields(method: str, s: DemoSettings, data_dir: Path, model_dir: Path, run
         "advantage_scaling": "group",
         "scale_rewards": "group",
         "num_ranks": s.k,
-        "match_mode": "fuzzy",
         "loss_type": "bnpo",
         "num_generations": s.num_generations,
         "per_device_train_batch_size": s.prompts_per_step * s.num_generations,

@@ -68,7 +68,7 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings):
     """
     import polars as pl
 
-    from catalog.match import Matcher
+    from catalog.match import GroundingSettings, Matcher
     from data_prep.dataset import load_dataset, write_dataset
     from data_prep.holdout import holdout_responders
     from data_prep.pool import pool_threads
@@ -100,7 +100,10 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings):
     chosen = sorted(rng.choice(eligible, size=min(s.n_questions, len(eligible)), replace=False).tolist())
     frame = frame.filter(pl.col("request_id").is_in(chosen))
     catalog = threads.catalog
-    pooled = pool_threads(Threads(frame, catalog, dict(threads.meta)), Matcher(catalog, mode="normalized"))
+    pooled = pool_threads(
+        Threads(frame, catalog, dict(threads.meta)),
+        Matcher(catalog, GroundingSettings(match_mode="normalized")),
+    )
     _, valid_f, test_f = s.respondent_split
     first = holdout_responders(pooled, fraction=valid_f + test_f, seed=s.seed)
     second = holdout_responders(first.heldout, fraction=test_f / (valid_f + test_f), seed=s.seed + 1)
@@ -119,7 +122,9 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings):
         "respondent_split": list(s.respondent_split),
         "seed": s.seed,
     }
-    return write_dataset(out_dir, pl.concat(parts), catalog, meta), out_dir
+    # answers (cluster strings) pool with normalized matching; generated lists are grounded fuzzy, so the
+    # dataset records the default (fuzzy) settings that the demo's reward, validation and evaluation use
+    return write_dataset(out_dir, pl.concat(parts), catalog, meta, grounding=GroundingSettings()), out_dir
 
 
 # -- model and warm-up ---------------------------------------------------------------------------------

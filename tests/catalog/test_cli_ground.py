@@ -48,7 +48,7 @@ def test_titles_from_file_json(tmp_path, catalog_csv, capsys) -> None:
 def test_stdin_lists_and_exact_mode(catalog_csv, capsys, monkeypatch) -> None:
     completion = "Here you go:\n\n1. The Matrix (1999)\n2. the matrix (1999)\n3. ???\n"
     monkeypatch.setattr("sys.stdin", io.StringIO(completion))
-    assert main(["ground", "--catalog", str(catalog_csv), "--lists", "--mode", "exact", "--json"]) == 0
+    assert main(["ground", "--catalog", str(catalog_csv), "--lists", "--match-mode", "exact", "--json"]) == 0
     rows = _json_lines(capsys.readouterr().out)
     assert [(r["rank"], r["item_id"], r["rule"]) for r in rows] == [
         (0, "The Matrix (1999)", "exact"),
@@ -81,7 +81,11 @@ def test_bad_input_exits_2_without_traceback(tmp_path, catalog_csv, capsys) -> N
     assert "row 1" in err and "field 'year'" in err and "Traceback" not in err
     assert main(["ground", "--catalog", str(catalog_csv), str(tmp_path / "missing.txt")]) == 2
     assert "input file not found" in capsys.readouterr().err
-    assert main(["ground", "--catalog", str(catalog_csv), "--threshold", "150", str(bad)]) == 2
+    assert main(["ground", "--catalog", str(catalog_csv), "--match-threshold", "150", str(bad)]) == 2
+    assert (
+        "field '--match-threshold': match_threshold=150.0 is not a score in [0, 100]"
+        in capsys.readouterr().err
+    )
     jl = tmp_path / "x.jsonl"
     jl.write_text('"ok"\n{"text": 1}\n')
     assert main(["ground", "--catalog", str(catalog_csv), "--lists", str(jl)]) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from catalog import Catalog, Matcher, parse_list
+from catalog import Catalog, GroundingSettings, Matcher, parse_list
 
 
 def test_ground_lines_keeps_rows_ranks_and_unparsed_slots():
@@ -18,7 +18,11 @@ def test_ground_lines_keeps_rows_ranks_and_unparsed_slots():
     ]
     assert [len(r) for r in rows] == [3, 0, 1]
     assert Matcher(cat).ground_lines(rows) == [["m", None, "a"], [], ["a"]]
-    assert Matcher(cat, mode="exact").ground_lines(rows) == [[None, None, None], [], ["a"]]
+    assert Matcher(cat, GroundingSettings(match_mode="exact")).ground_lines(rows) == [
+        [None, None, None],
+        [],
+        ["a"],
+    ]
 
 
 def test_atomic_outputs_get_umask_permissions(tmp_path):

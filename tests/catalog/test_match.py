@@ -7,7 +7,7 @@ import random
 import polars as pl
 import pytest
 
-from catalog import Catalog, InputError, Match, Matcher
+from catalog import Catalog, GroundingSettings, InputError, Match, Matcher
 from catalog.reference import reference_ground
 
 MOVIES = [
@@ -55,7 +55,10 @@ def test_year_three_off_does_not_match_by_default(movies: Catalog, fuzzy: Matche
     m = fuzzy.ground("The Matrix", 2002)
     assert (m.item_id, m.rule) == (None, "none")
     assert "3 off (tolerance 2)" in m.detail  # and fuzzy never picks "The Matrix Reloaded (2003)"
-    assert Matcher(movies, year_tolerance=3).ground("The Matrix", 2002).item_id == "The Matrix (1999)"
+    assert (
+        Matcher(movies, GroundingSettings(year_tolerance=3)).ground("The Matrix", 2002).item_id
+        == "The Matrix (1999)"
+    )
 
 
 def test_alien_vs_aliens(movies: Catalog, fuzzy: Matcher) -> None:
@@ -64,7 +67,9 @@ def test_alien_vs_aliens(movies: Catalog, fuzzy: Matcher) -> None:
     assert fuzzy.ground("Alien").item_id == "Alien (1979)"
     assert fuzzy.ground("Alien", 1986).item_id is None  # named item, wrong year: not a neighbour's typo
     only_alien = Catalog.from_frame(pl.DataFrame({"title": ["Alien", "The Alienist"], "year": [1979, 1980]}))
-    m = Matcher(only_alien, threshold=80).ground("Aliens", 1979)  # ratio 90.9 without the plural guard
+    m = Matcher(only_alien, GroundingSettings(match_threshold=80)).ground(
+        "Aliens", 1979
+    )  # ratio 90.9 without the plural guard
     assert m.item_id is None, m
 
 
@@ -74,7 +79,10 @@ def test_sequel_guard(fuzzy: Matcher) -> None:
     assert fuzzy.ground("Toy Story 2", 2010).item_id is None
     # roman numerals count as numbers: "III" can only ever become "3", never "2"
     assert fuzzy.ground("Toy Story III", 2009).item_id in (None, "Toy Story 3 (2010)")
-    assert Matcher(fuzzy.catalog, threshold=80).ground("Toy Story III", 2009).item_id == "Toy Story 3 (2010)"
+    assert (
+        Matcher(fuzzy.catalog, GroundingSettings(match_threshold=80)).ground("Toy Story III", 2009).item_id
+        == "Toy Story 3 (2010)"
+    )
 
 
 def test_typos_and_short_titles(fuzzy: Matcher) -> None:
@@ -124,11 +132,11 @@ def test_year_less_catalog_with_aliases() -> None:
     assert "via alias 'puppy'" in m.ground("puppy").detail
     assert m.ground("house cat", 1999).item_id == "house cat"  # a year-less item accepts any year
     assert (m.ground("house caat").item_id, m.ground("house caat").rule) == ("house cat", "fuzzy")
-    assert Matcher(answers, mode="exact").ground("doggo").item_id == "dog"
+    assert Matcher(answers, GroundingSettings(match_mode="exact")).ground("doggo").item_id == "dog"
 
 
 def test_exact_mode_is_rank_grpo_catalog_contains(movies: Catalog) -> None:
-    ex = Matcher(movies, mode="exact")
+    ex = Matcher(movies, GroundingSettings(match_mode="exact"))
     assert ex.ground("The Matrix", 1999).item_id == "The Matrix (1999)"
     assert ex.ground("the matrix", 1999).item_id is None  # case matters
     assert ex.ground("The Matrix", 2000).item_id is None  # no tolerance in the catalog lookup
@@ -140,7 +148,7 @@ def test_exact_mode_is_rank_grpo_catalog_contains(movies: Catalog) -> None:
 
 
 def test_normalized_mode_has_no_fuzzy(movies: Catalog) -> None:
-    nm = Matcher(movies, mode="normalized")
+    nm = Matcher(movies, GroundingSettings(match_mode="normalized"))
     assert nm.ground("Matrix, The", 2000).item_id == "The Matrix (1999)"
     assert nm.ground("The Matirx", 1999).item_id is None
     assert nm.ground("Mission Impossible", 2018).item_id is None
@@ -169,7 +177,9 @@ def _queries(catalog: Catalog, n: int, seed: int) -> list[tuple[str | None, int 
 
 @pytest.mark.parametrize("mode", ["fuzzy", "normalized", "exact"])
 def test_batched_equals_per_pair_reference(movies: Catalog, mode: str) -> None:
-    m = Matcher(movies, mode=mode, threshold=75)  # a low threshold exercises the fuzzy rule more
+    m = Matcher(
+        movies, GroundingSettings(match_mode=mode, match_threshold=75)
+    )  # a low threshold exercises the fuzzy rule more
     qs = _queries(movies, 300, seed=1)
     batched = m.ground_many([t for t, _ in qs], [y for _, y in qs])
     for (t, y), got in zip(qs, batched, strict=True):
@@ -208,9 +218,14 @@ def test_ground_frame(fuzzy: Matcher) -> None:
 def test_ground_many_validates(fuzzy: Matcher, movies: Catalog) -> None:
     with pytest.raises(InputError, match="2 titles but 1 years"):
         fuzzy.ground_many(["a", "b"], [1])
-    for kwargs in ({"mode": "loose"}, {"threshold": 120}, {"scorer": "nope"}, {"year_tolerance": -1}):
-        with pytest.raises(InputError):
-            Matcher(movies, **kwargs)
+    for kwargs in (
+        {"match_mode": "loose"},
+        {"match_threshold": 120},
+        {"match_scorer": "nope"},
+        {"year_tolerance": -1},
+    ):
+        with pytest.raises(InputError, match=f"field '{next(iter(kwargs))}'"):
+            Matcher(movies, GroundingSettings(**kwargs))
 
 
 def test_match_to_dict(fuzzy: Matcher) -> None:

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from catalog import Matcher, load_catalog
+from catalog import GroundingSettings, Matcher, load_catalog
 from catalog.reference import reference_ground
 
 pytestmark = pytest.mark.data
@@ -38,7 +38,10 @@ def test_grounding_on_gt_catalog(gt) -> None:
     assert m.ground("Matrix, The", 2000).item_id == "The Matrix (1999)"
     assert m.ground("Blade Runner 2049", 2017).item_id == "Blade Runner 2049 (2017)"
     assert m.ground("2001: A Space Odyssey", 1968).item_id == "2001: A Space Odyssey (1968)"
-    assert Matcher(gt, mode="exact").ground("The Matrix", 1999).item_id == "The Matrix (1999)"
+    assert (
+        Matcher(gt, GroundingSettings(match_mode="exact")).ground("The Matrix", 1999).item_id
+        == "The Matrix (1999)"
+    )
 
 
 def test_batched_equals_reference_on_real_catalog(gt) -> None:

@@ -110,9 +110,10 @@ def test_round_trip_preserves_the_pooled_table(tmp_path, inputs):
     from data_prep.readers import read_threads
 
     cat = load_catalog(inputs[1])
-    pooled = pool_threads(read_threads(inputs[0]), Matcher(cat))
+    matcher = Matcher(cat)
+    pooled = pool_threads(read_threads(inputs[0]), matcher)
     meta = {"source": "threads", "domain": "movie", "has_years": True, "instruction_included": False}
-    written = write_dataset(tmp_path / "ds", pooled, cat, meta)
+    written = write_dataset(tmp_path / "ds", pooled, cat, meta, grounding=matcher.settings)
     loaded = load_dataset(tmp_path / "ds")
     assert_frame_equal(loaded.requests, written.requests)
     assert_frame_equal(loaded.responder_rows, written.responder_rows)

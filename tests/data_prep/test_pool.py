@@ -79,9 +79,9 @@ def test_expansion_gives_one_row_per_responder_with_the_request_fields(threads, 
 
 
 def test_exact_mode_does_not_fold_titles(threads, catalog):
-    from catalog.match import Matcher
+    from catalog.match import GroundingSettings, Matcher
 
-    pooled = pool_threads(threads, Matcher(catalog, mode="exact"), report=Report())
+    pooled = pool_threads(threads, Matcher(catalog, GroundingSettings(match_mode="exact")), report=Report())
     q1 = pooled.row(0, named=True)
     # "Matrix, The" and "moon" are not verbatim catalog titles under Rank-GRPO's matcher
     assert q1["union"] == ["m4", "m3"] and q1["counts"] == [2, 1]

@@ -22,9 +22,9 @@ MATCHER = None
 def _matcher():
     global MATCHER
     if MATCHER is None:
-        from catalog.match import Matcher
+        from catalog.match import GroundingSettings, Matcher
 
-        MATCHER = Matcher(make_catalog(), mode="normalized")
+        MATCHER = Matcher(make_catalog(), GroundingSettings(match_mode="normalized"))
     return MATCHER
 
 

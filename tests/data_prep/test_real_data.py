@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from catalog.match import Matcher
+from catalog.match import GroundingSettings, Matcher
 from catalog.table import load_catalog
 from data_prep.pool import expand_responders, pool_threads
 from data_prep.readers import read_protoqa, read_reddit, read_redial
@@ -75,7 +75,8 @@ def test_reddit_rows_ground_against_the_real_reddit_v2_catalog(tmp_path, data_di
          "groundtruth_with_release_year": [["Primer", 2004], ["A Film Nobody Made", 2031]]},
     ]  # fmt: skip
     pooled = pool_threads(
-        read_reddit(write_jsonl(tmp_path / "r.jsonl", rows)), Matcher(catalog, mode="exact")
+        read_reddit(write_jsonl(tmp_path / "r.jsonl", rows)),
+        Matcher(catalog, GroundingSettings(match_mode="exact")),
     )
     row = pooled.row(0, named=True)
     assert row["n_responders"] == 2 and row["counts"][0] == 2

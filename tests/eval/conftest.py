@@ -54,9 +54,10 @@ def write_tiny_dataset(out: Path) -> Path:
                     }
                 )
     threads = validate_threads(pl.DataFrame(rows))
-    pooled = pool_threads(threads, Matcher(catalog))
+    matcher = Matcher(catalog)
+    pooled = pool_threads(threads, matcher)
     meta = {"source": "test", "domain": "movie", "has_years": True, "instruction_included": False}
-    write_dataset(out, pooled, catalog, meta)
+    write_dataset(out, pooled, catalog, meta, grounding=matcher.settings)
     return out
 
 

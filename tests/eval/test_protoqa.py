@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from catalog.errors import InputError
-from catalog.match import Matcher
+from catalog.match import GroundingSettings, Matcher
 from catalog.normalize import normalize_title
 from data_prep.dataset import load_dataset, write_dataset
 from data_prep.pool import pool_threads
@@ -63,15 +63,20 @@ def test_dev_set_per_responder_recall_matches_the_evaluator_on_raw_answers(data_
     dev = data_dir / "protoqa" / "dev"
     threads = read_protoqa(dev / "dev.crowdsourced.jsonl", items="raw")
     threads.frame = threads.frame.with_columns(pl.lit("test").alias("split"))
-    matcher = Matcher(threads.catalog, mode="exact")
-    write_dataset(tmp_path / "pqa", pool_threads(threads, matcher), threads.catalog, threads.meta)
+    matcher = Matcher(threads.catalog, GroundingSettings(match_mode="exact"))
+    write_dataset(
+        tmp_path / "pqa",
+        pool_threads(threads, matcher),
+        threads.catalog,
+        threads.meta,
+        grounding=matcher.settings,
+    )
     ds = load_dataset(tmp_path / "pqa")
     convert_protoqa_predictions(dev / "dev.predictions.human.jsonl", tmp_path / "human.jsonl")
     cfg = BootstrapConfig(method="percentile", n_resamples=200)
     result, scored = score_predictions(
         ds,
         read_predictions(tmp_path / "human.jsonl"),
-        match="exact",
         ks=[1, 10],
         metrics=["recall"],
         compact=False,

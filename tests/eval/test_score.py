@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from catalog.errors import InputError
+from catalog.match import GroundingSettings
 from catalog.table import Catalog
 from data_prep.dataset import PooledDataset
 from eval.bootstrap import BootstrapConfig
@@ -46,7 +47,8 @@ def make_dataset() -> PooledDataset:
             "split": pl.String,
         },
     )
-    return PooledDataset(requests, pl.DataFrame(), catalog, {"domain": "movie", "has_years": True})
+    meta = {"domain": "movie", "has_years": True, "grounding": GroundingSettings().to_dict()}
+    return PooledDataset(requests, pl.DataFrame(), catalog, meta)
 
 
 def write(tmp_path: Path, rows: list) -> Path:
@@ -65,6 +67,23 @@ GOOD = [
 ]
 
 
+def test_predictions_outside_the_split_are_an_error_or_scored_with_split_all(tmp_path):
+    preds = read_predictions(write(tmp_path, GOOD))
+    with pytest.raises(
+        InputError, match=r"1 of 3 predictions are for requests outside split 'test' \(train: 1\)"
+    ) as err:
+        score_predictions(make_dataset(), preds, split="test", ks=[1], metrics=["recall"], config=CFG)
+    assert "--split all" in str(err.value) and "--on-other-split ignore" in str(err.value)
+    result, scored = score_predictions(
+        make_dataset(), preds, split="all", ks=[1], metrics=["recall"], config=CFG
+    )
+    assert result["n_requests"] == result["n_predictions"] == 3 and result["warnings"] == {}
+    assert result["requests_by_split"] == {"test": 2, "train": 1} and result["settings"]["split"] == "all"
+    assert scored.per_request["request_id"].to_list() == ["q1", "q2", "q3"]
+    # q1 [Arrival] 1/3, q2 [Primer] 1, q3 [Arrival] 1
+    assert result["union"]["recall@1"]["mean"] == pytest.approx((1 / 3 + 1 + 1) / 3)
+
+
 def test_scores_by_hand_and_counts_other_split(tmp_path):
     result, scored = score_predictions(
         make_dataset(),
@@ -73,6 +92,7 @@ def test_scores_by_hand_and_counts_other_split(tmp_path):
         ks=[1, 3],
         metrics=["recall"],
         config=CFG,
+        on_other_split="ignore",
     )
     assert result["n_requests"] == 2
     # q1 compacted: [Arrival, Moon] (Contact seen, the unknown title ungrounded)
@@ -83,7 +103,12 @@ def test_scores_by_hand_and_counts_other_split(tmp_path):
     for cell in result["union"].values():
         assert set(cell) == {"mean", "ci_low", "ci_high"}
     assert result["warnings"] == {"other_split_ignored": 1}
-    assert result["settings"]["compact"] is True and result["settings"]["match"] == "fuzzy"
+    assert result["n_predictions"] == 3 and result["requests_by_split"] == {"test": 2}
+    assert result["settings"]["compact"] is True
+    assert result["settings"]["grounding"]["used"] == GroundingSettings().to_dict()
+    assert (
+        result["settings"]["grounding"]["overridden"] == {} and result["settings"]["grounding"]["notes"] == []
+    )
     assert result["counts"]["n_seen_slots"] == 1 and result["counts"]["n_ungrounded_slots"] == 1
     assert scored.per_request["request_id"].to_list() == ["q1", "q2"]
     json.dumps(result)  # serialisable as is
@@ -93,13 +118,26 @@ def test_no_compaction_and_exact_matching(tmp_path):
     rows = [{"request_id": "q1", "recommendations": ["the matrix (1999)", "Arrival (2016)"]}, GOOD[1]]
     preds = read_predictions(write(tmp_path, rows))
     fuzzy, _ = score_predictions(make_dataset(), preds, ks=[1], metrics=["recall"], config=CFG)
-    exact, _ = score_predictions(make_dataset(), preds, ks=[1], metrics=["recall"], config=CFG, match="exact")
+    exact, _ = score_predictions(
+        make_dataset(), preds, ks=[1], metrics=["recall"], config=CFG, grounding={"match_mode": "exact"}
+    )
+    recorded = exact["settings"]["grounding"]
+    assert recorded["used"]["match_mode"] == "exact" and recorded["dataset"]["match_mode"] == "fuzzy"
+    assert recorded["overridden"] == {"match_mode": {"dataset": "fuzzy", "used": "exact"}}
+    assert exact["warnings"] == {"grounding_overridden": 1}
+    assert "match_mode='exact' (dataset: 'fuzzy')" in recorded["notes"][0]
     assert fuzzy["union"]["recall@1"]["mean"] == pytest.approx((1 / 3 + 1) / 2)
     # exact is verbatim (Rank-GRPO's matcher): lower-case "the matrix" does not ground, Arrival moves up
     assert exact["union"]["recall@1"]["mean"] == pytest.approx((1 / 3 + 1) / 2)
     assert exact["counts"]["n_ungrounded_slots"] == 1
     kept, _ = score_predictions(
-        make_dataset(), preds, ks=[1], metrics=["recall"], config=CFG, match="exact", compact=False
+        make_dataset(),
+        preds,
+        ks=[1],
+        metrics=["recall"],
+        config=CFG,
+        grounding={"match_mode": "exact"},
+        compact=False,
     )
     assert kept["union"]["recall@1"]["mean"] == pytest.approx((0 + 1) / 2)
 
@@ -128,7 +166,9 @@ def test_unknown_and_missing_requests(tmp_path):
     unknown = read_predictions(write(tmp_path, [*GOOD, {"request_id": "zz", "recommendations": ["Moon"]}]))
     with pytest.raises(InputError, match=r"row 4, field 'request_id': request 'zz' is not in the dataset"):
         score_predictions(ds, unknown, config=CFG)
-    result, _ = score_predictions(ds, unknown, config=CFG, on_unknown="warn", ks=[1], metrics=["recall"])
+    result, _ = score_predictions(
+        ds, unknown, config=CFG, on_unknown="warn", on_other_split="ignore", ks=[1], metrics=["recall"]
+    )
     assert result["warnings"] == {"other_split_ignored": 1, "unknown_ignored": 1}
     only_q1 = read_predictions(write(tmp_path, GOOD[:1]))
     with pytest.raises(InputError, match=r"1 of 2 requests have no prediction \(first: 'q2'\)"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from catalog.match import Matcher
+from catalog.match import GroundingSettings, Matcher
 from catalog.table import Catalog
 from data_prep.dataset import write_dataset
 from data_prep.pool import pool_threads
@@ -45,8 +45,9 @@ HAND_SCRIPT = {
 }
 
 
-def write_hand_dataset(out_dir, requests=HAND_REQUESTS, split="train"):
-    """A pooled dataset written by the real pipeline (threads -> grounding -> pooling -> parquet)."""
+def write_hand_dataset(out_dir, requests=HAND_REQUESTS, split="train", grounding=None):
+    """A pooled dataset written by the real pipeline (threads -> grounding -> pooling -> parquet), grounded
+    and recorded with ``grounding`` (default: exact matching)."""
     cat = Catalog.from_frame(
         pl.DataFrame(
             {
@@ -75,8 +76,9 @@ def write_hand_dataset(out_dir, requests=HAND_REQUESTS, split="train"):
                 )
     frame = pl.DataFrame(rows, schema_overrides={"year": pl.Int32})
     meta = {"source": "hand", "domain": "movie", "has_years": True, "instruction_included": False}
-    pooled = pool_threads(Threads(frame, cat, meta), Matcher(cat, mode="exact"))
-    return write_dataset(out_dir, pooled, cat, meta)
+    matcher = Matcher(cat, grounding or GroundingSettings(match_mode="exact"))
+    pooled = pool_threads(Threads(frame, cat, meta), matcher)
+    return write_dataset(out_dir, pooled, cat, meta, grounding=matcher.settings)
 
 
 @pytest.fixture

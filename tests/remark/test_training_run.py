@@ -71,9 +71,7 @@ class ScriptedValidation(ValidationCallback):
 def test_best_checkpoint_is_the_early_peak(hand_dataset, hand_model_dir, tmp_path):
     cfg = config(tmp_path, max_steps=6, save_strategy="steps", save_steps=2)
     metric = "eval/recall@3/union"
-    callback = ScriptedValidation(
-        hand_dataset, split="train", k=3, every=2, metric=metric, max_new_tokens=24, match_mode="exact"
-    )
+    callback = ScriptedValidation(hand_dataset, split="train", k=3, every=2, metric=metric, max_new_tokens=24)
     trainer_for(cfg, hand_dataset, hand_model_dir, [callback]).train()
     out = tmp_path / "run"
     log = [json.loads(x) for x in (out / "eval_log.jsonl").read_text().splitlines()]
