@@ -12,10 +12,11 @@ Layout (``remark prep --out DIR``)::
 The directory is written with ``catalog.io.atomic_dir``: a killed run leaves the old directory or none.
 
 ``meta.json["grounding"]`` is the dataset's grounding contract (``catalog.match.GroundingSettings``:
-``match_mode``, ``year_tolerance``, ``match_threshold``, ``match_scorer``), the settings its mentions were
-grounded with. The reward, the validation and ``remark eval`` ground generated lists with it unless a run
-asks for other settings explicitly: :func:`choose_grounding` says which settings a command uses, where
-they came from, and what differs from the dataset's (to print and to record in the command's outputs).
+``match_mode``, ``year_tolerance``, ``match_threshold``, ``match_scorer``): the settings with which lists
+for this dataset are grounded (``remark prep`` grounds the dataset's own mentions with them too). The
+reward, the validation and ``remark eval`` ground generated lists with them unless a run asks for other
+settings explicitly: :func:`choose_grounding` says which settings a command uses, where they came from,
+and what differs from the dataset's (to print and to record in the command's outputs).
 Datasets written before the contract existed carry ``match`` / ``year_tolerance`` (``remark prep``) or
 ``match_mode`` (the ProtoQA experiment) instead; they are read, the other fields take the defaults, and
 the choice says so.
