@@ -19,7 +19,7 @@ import numpy as np
 
 from catalog.io import atomic_write
 from eval.steps import Curve
-from eval.views import VIEWS
+from eval.views import ALL_VIEWS
 
 Table = Mapping[str, Mapping[str, Mapping[str, float]]]  # view -> "recall@10" -> {mean, ci_low, ci_high}
 
@@ -48,9 +48,9 @@ def _variants(result: Mapping[str, Any]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key in result:
         view, _, name = key.partition("/")
-        if view in VIEWS and name:
+        if view in ALL_VIEWS and name:
             out.setdefault(view, []).append(key)
-    return {v: out[v] for v in VIEWS if v in out}
+    return {v: out[v] for v in ALL_VIEWS if v in out}
 
 
 def _variant_tables(result: Mapping[str, Any], fmt: Any) -> list[str]:
@@ -68,7 +68,7 @@ def _variant_tables(result: Mapping[str, Any], fmt: Any) -> list[str]:
 def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str:
     """A markdown table: one row per metric, one column per view, ``mean [ci_low, ci_high]``; then one
     table per view with its slot-filter variants, if any."""
-    views = [v for v in VIEWS if v in result]
+    views = [v for v in ALL_VIEWS if v in result]
     names = _metric_order([m for v in views for m in result[v]])
     lines = [f"## {title}", ""]
     settings = result.get("settings", {})
@@ -99,7 +99,7 @@ def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str
 
 def compare_markdown(diff: Mapping[str, Any], *, name_a: str = "A", name_b: str = "B") -> str:
     """Paired differences ``A - B`` in points (x100), one row per metric, one column per view."""
-    views = [v for v in VIEWS if v in diff]
+    views = [v for v in ALL_VIEWS if v in diff]
     names = _metric_order([m for v in views for m in diff[v]])
     lines = [f"## {name_a} - {name_b} (paired on {diff.get('n_requests', '?')} requests, points)", ""]
     lines += ["| metric | " + " | ".join(views) + " |", "|---|" + "---|" * len(views)]
@@ -119,7 +119,7 @@ def plot_metrics(result: Table, path: str | Path, *, title: str = "") -> Path:
     """PNG: one panel per metric family, the value against k per view, with CI error bars."""
     from matplotlib.figure import Figure
 
-    views = [v for v in VIEWS if v in result]
+    views = [v for v in ALL_VIEWS if v in result]
     families = list(dict.fromkeys(m.split("@")[0] for v in views for m in _metric_order(list(result[v]))))
     fig = Figure(figsize=(4.2 * len(families), 3.4))
     axes = fig.subplots(1, len(families), squeeze=False)[0]

@@ -102,6 +102,7 @@ def evaluate_model(
     metrics: Sequence[str] = METRICS,
     compact: bool = True,
     filters: Sequence[str] = (),
+    views: Sequence[str] = VIEWS,
     config: BootstrapConfig = DEFAULT_CI,
     limit: int | None = None,
 ) -> dict[str, Any]:
@@ -139,7 +140,7 @@ def evaluate_model(
 
     shown, grounded = parse_and_ground(gen.greedy, matcher)
     scored = score_lists(
-        requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact, filters=filters
+        requests, grounded, ks=ks, metrics=metrics, views=views, compact=compact, filters=filters
     )
     result = summarize(scored, config, settings={**settings, "lists": "greedy"}, warnings=warnings)
     result["requests_by_split"] = requests_by_split(requests)
@@ -162,7 +163,7 @@ def evaluate_model(
             list_request=np.repeat(np.arange(requests.height), n),
             ks=ks,
             metrics=metrics,
-            views=VIEWS,
+            views=views,
             compact=compact,
             filters=filters,
         )

@@ -274,6 +274,7 @@ def score_predictions(
     metrics: Sequence[str] = METRICS,
     compact: bool = True,
     filters: Sequence[str] = (),
+    views: Sequence[str] = VIEWS,
     config: BootstrapConfig = DEFAULT_CI,
     on_unknown: OnUnknown = "error",
     on_missing: OnMissing = "error",
@@ -296,7 +297,7 @@ def score_predictions(
     matcher = Matcher(dataset.catalog, choice.used)
     grounded = ground_lists(aligned.lists, matcher)
     scored = score_lists(
-        aligned.requests, grounded, ks=ks, metrics=metrics, views=VIEWS, compact=compact, filters=filters
+        aligned.requests, grounded, ks=ks, metrics=metrics, views=views, compact=compact, filters=filters
     )
     warnings = dict(aligned.warnings)
     settings = {

@@ -31,7 +31,7 @@ import polars as pl
 from catalog.errors import InputError
 from catalog.io import iter_jsonl
 from eval.bootstrap import BootstrapConfig, bootstrap_sums, intervals
-from eval.views import split_key, weights_for
+from eval.views import split_key, weight_column, weights_for
 
 #: defaults: the crossing is not smooth (percentile); curve bands are drawn, not reported (2000 resamples).
 REACH_CI = BootstrapConfig(method="percentile")
@@ -127,7 +127,8 @@ def read_step_values(run_dir: str | Path, step: int, key: str) -> pl.DataFrame |
     if not path.is_file():
         return None
     df = pl.read_parquet(path)
-    need = ["request_id", key] + (["n_rows"] if split_key(key)[1].startswith("per_responder") else [])
+    weight = weight_column(key)
+    need = ["request_id", key] + ([weight] if weight else [])
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise InputError(f"missing column(s) {missing}", path=path, hint="re-run validation with this metric")

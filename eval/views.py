@@ -15,6 +15,9 @@ Views (docs/metrics.md, "Views"):
   sums ``sum(n_rows * value) / sum(n_rows)``, so a request's responders move together in the bootstrap.
 - ``union``: one row per request, ``T = union`` (anyone named it); averaged over requests.
 - ``single_mention``: ``T`` = union items with ``c = 1``; requests without any are excluded and counted.
+- ``per_mention`` (opt-in, not in :data:`VIEWS`): one row per (request, responder, item), ``T`` = that one
+  item, rows averaged over all rows: the rows of He et al. (CIKM'23) and CRSLab, where recall@k = hit@k
+  and MRR is the item's reciprocal rank. Per request we store the mean and ``n_mentions``.
 
 Exclusions are never silent: responders with no grounded item, requests with an empty union, requests
 without single-mention items get null values and are counted in :attr:`ScoredLists.counts`. ``T`` is taken
@@ -53,8 +56,13 @@ from eval.metrics import (
     pair_keys,
 )
 
-View = Literal["per_responder", "union", "single_mention"]
+View = Literal["per_responder", "union", "single_mention", "per_mention"]
+#: The default views (the trainer's validation and every report).
 VIEWS: tuple[View, ...] = ("per_responder", "union", "single_mention")
+#: Every view; ``per_mention`` is asked for by name.
+ALL_VIEWS: tuple[View, ...] = (*VIEWS, "per_mention")
+#: Views whose rows are finer than requests, and the per-request column that counts them (the weight).
+WEIGHT_COLUMNS: dict[str, str] = {"per_responder": "n_rows", "per_mention": "n_mentions"}
 REQUIRED_COLUMNS = ("request_id", "seen", "responders", "union", "counts")
 
 
@@ -71,14 +79,14 @@ def split_key(key: str) -> tuple[str, str]:
     ok = (
         len(parts) in (3, 4)
         and parts[0] == "eval"
-        and parts[2] in VIEWS
+        and parts[2] in ALL_VIEWS
         and "@" in parts[1]
         and (len(parts) == 3 or parts[3] in FILTERS)
     )
     if not ok:
         raise ValueError(
             f"not a metric key of the form eval/<metric>@<k>/<view>[/<filter>]: {key!r} "
-            f"(views: {', '.join(VIEWS)}; filters: {', '.join(FILTERS)})"
+            f"(views: {', '.join(ALL_VIEWS)}; filters: {', '.join(FILTERS)})"
         )
     return parts[1], "/".join(parts[2:])
 
@@ -93,11 +101,18 @@ def key_views(keys: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(split_key(k)[1] for k in keys))
 
 
+def weight_column(key: str) -> str | None:
+    """The per-request weight column of a metric key (``n_rows``, ``n_mentions``), None for weight 1."""
+    return WEIGHT_COLUMNS.get(base_view(split_key(key)[1]))
+
+
 def weights_for(per_request: pl.DataFrame, key: str) -> np.ndarray:
-    """Per-request weights of a metric column: ``n_rows`` for per-responder keys, else 1; 0 where null."""
+    """Per-request weights of a metric column: its :func:`weight_column` (``n_rows`` for per-responder
+    keys, ``n_mentions`` for per-mention keys), else 1; 0 where the value is null."""
     values = per_request[key]
-    if base_view(split_key(key)[1]) == "per_responder":
-        w = per_request["n_rows"].cast(pl.Float64).to_numpy()
+    column = weight_column(key)
+    if column is not None:
+        w = per_request[column].cast(pl.Float64).to_numpy()
     else:
         w = np.ones(per_request.height)
     return np.where(values.is_null().to_numpy(), 0.0, w)
@@ -170,9 +185,9 @@ def score_lists(
     ks = check_ks(ks)
     names = check_metrics(metrics)
     variants = check_filters(filters)
-    bad = [v for v in views if v not in VIEWS]
+    bad = [v for v in views if v not in ALL_VIEWS]
     if bad or not views:
-        raise ValueError(f"unknown view(s) {bad or list(views)!r}; valid: {', '.join(VIEWS)}")
+        raise ValueError(f"unknown view(s) {bad or list(views)!r}; valid: {', '.join(ALL_VIEWS)}")
     n_req = requests.height
     ranked_s = (
         ranked.cast(pl.List(pl.String))
@@ -246,6 +261,21 @@ def score_lists(
         counts["per_responder/n_rows"] = int(n_rows_req.sum())
         counts["per_responder/n_excluded_rows"] = int((n_t == 0).sum())
         counts["per_responder/n_excluded_requests"] = int((n_rows_req == 0).sum())
+    n_mentions_req = np.zeros(n_req, dtype=np.int64)
+    if "per_mention" in views:
+        # One row per (list, grounded item of one of its request's responders); the target is that item.
+        ok = c_resp >= 0
+        mention_req = np.repeat(np.repeat(np.arange(n_req), n_resp), resp_len)[ok]
+        n_m = int(ok.sum())
+        n_mentions_req = np.bincount(mention_req, minlength=n_req)
+        m_start = np.cumsum(n_mentions_req) - n_mentions_req
+        nm = n_mentions_req[group_L]
+        m_list = np.repeat(np.arange(n_lists), nm)
+        m_row = m_start[group_L][m_list] + (np.arange(nm.sum()) - np.repeat(np.cumsum(nm) - nm, nm))
+        keys = pair_keys(np.arange(n_m), c_resp[ok], n_items)
+        targets["per_mention"] = (m_list, m_row, keys, np.ones(m_row.shape[0], dtype=np.int64))
+        counts["per_mention/n_rows"] = n_m
+        counts["per_mention/n_excluded_requests"] = int((n_mentions_req == 0).sum())
 
     passes = [(None, filter_for(compact))] + [(name, FILTERS[name]) for name in variants]
     for suffix, slot_filter in passes:
@@ -269,7 +299,7 @@ def score_lists(
     keys_out = tuple(
         metric_key(f"{m}@{k}", v, suffix)
         for suffix in (None, *variants)
-        for v in VIEWS
+        for v in ALL_VIEWS
         if v in views
         for m in names
         for k in ks
@@ -280,6 +310,7 @@ def score_lists(
             "n_lists": lists_per_req.astype(np.int64),
             "n_responders": n_resp,
             "n_rows": n_rows_req.astype(np.int64),
+            **({"n_mentions": n_mentions_req} if "per_mention" in views else {}),
             **{k: columns[k] for k in keys_out},
             "list/length": per_req_mean(list_len),
             "list/grounded": per_req_mean(has.sum(1)),

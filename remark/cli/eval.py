@@ -39,6 +39,8 @@ MAX_K = 50
 FILTER_NAMES = ["drop_ooc_seen", "drop_ooc", "drop_seen", "drop_none"]
 #: ``compare --lists``: the per-request table of an ``eval run`` dir and where its settings are
 LISTS = {"greedy": ("per_request.parquet", None), "sampled": ("per_request_sampled.parquet", "sampled")}
+VIEW_NAMES = ["per_responder", "union", "single_mention", "per_mention"]
+DEFAULT_VIEWS = VIEW_NAMES[:3]
 
 
 def cutoff(text: str) -> int:
@@ -92,6 +94,14 @@ def _score_flags(p: argparse.ArgumentParser) -> None:
         help="also report these slot filters (He et al.'s variants) as eval/<metric>@<k>/<view>/<filter>: "
         + ", ".join(FILTER_NAMES)
         + " or all (docs/metrics.md)",
+    )
+    p.add_argument(
+        "--views",
+        nargs="+",
+        choices=VIEW_NAMES,
+        default=DEFAULT_VIEWS,
+        help="views to score (default: per_responder union single_mention); per_mention: one row per "
+        "(request, responder, item), the rows of He et al. and CRSLab (docs/metrics.md)",
     )
     _ci_flags(p)
 
@@ -253,6 +263,7 @@ def _score_file(args: argparse.Namespace, predictions: Path, data: Path):
         metrics=args.metrics,
         compact=args.compact,
         filters=filter_names(args.filters),
+        views=args.views,
         config=_config(args),
         on_unknown=getattr(args, "on_unknown", "error"),
         on_missing=getattr(args, "on_missing", "error"),
@@ -300,6 +311,7 @@ def run_run(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         compact=args.compact,
         filters=filter_names(args.filters),
+        views=args.views,
         config=_config(args),
         limit=args.limit,
     )

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from eval import metrics
+from eval.views import ALL_VIEWS, VIEWS
 from remark.cli import eval as cli_eval
 from remark.cli.main import main
 
@@ -59,6 +60,7 @@ def test_cli_names_agree_with_the_library():
     assert list(metrics.METRICS) == cli_eval.METRIC_NAMES
     assert cli_eval.MAX_K == metrics.MAX_K
     assert list(metrics.FILTERS) == cli_eval.FILTER_NAMES
+    assert list(ALL_VIEWS) == cli_eval.VIEW_NAMES and list(VIEWS) == cli_eval.DEFAULT_VIEWS
     assert cli_eval.filter_names(["all"]) == list(metrics.FILTERS)
     assert cli_eval.filter_names(["drop_none", "drop_ooc"]) == ["drop_ooc", "drop_none"]
     assert cli_eval.filter_names(None) == []
@@ -235,13 +237,50 @@ def test_run_writes_the_filter_variants_for_greedy_and_sampled_lists(
     assert "Slot filters, union (docs/metrics.md):" in (out / "report.md").read_text()
 
 
-def test_a_filter_variant_key_reads_its_responder_weights(tmp_path):
+@pytest.mark.parametrize(
+    ("key", "weight"),
+    [("eval/mrr@20/per_responder/drop_none", "n_rows"), ("eval/recall@5/per_mention", "n_mentions")],
+)
+def test_steps_read_the_weights_of_variant_and_per_mention_keys(tmp_path, key, weight):
     from eval.steps import read_step_values
 
-    key = "eval/mrr@20/per_responder/drop_none"
     (tmp_path / "eval").mkdir()
-    pl.DataFrame({"request_id": ["b", "a"], key: [0.5, 1.0], "n_rows": [3, 1]}).write_parquet(
+    pl.DataFrame({"request_id": ["b", "a"], key: [0.5, 1.0], weight: [3, 1]}).write_parquet(
         tmp_path / "eval" / "step_000010.parquet"
     )
     got = read_step_values(tmp_path, 10, key)
-    assert got.columns == ["request_id", key, "n_rows"] and got["n_rows"].to_list() == [1, 3]
+    assert got.columns == ["request_id", key, weight] and got[weight].to_list() == [1, 3]
+
+
+def test_per_mention_view_through_the_cli(tiny_dataset, tmp_path, capsys):
+    preds = _write(tmp_path / "p.jsonl", PREDS)
+    out = _json(
+        capsys,
+        [
+            "eval",
+            "score",
+            "--data",
+            str(tiny_dataset),
+            "--predictions",
+            str(preds),
+            "--k",
+            "4",
+            "--metrics",
+            "recall",
+            "mrr",
+            "--views",
+            "per_mention",
+            "--filters",
+            "drop_none",
+            *CI,
+            "--json",
+        ],
+    )
+    # 12 (responder, item) mentions: r1 Arrival x2 (rank 1, or 4 with drop_none), r2 Inception x2 (rank 1),
+    # r4 Interstellar (rank 1, or 2 with drop_none); the other seven are missed
+    assert out["counts"]["per_mention/n_rows"] == 12 and set(out) >= {"per_mention", "per_mention/drop_none"}
+    assert "per_responder" not in out and "union" not in out
+    assert out["per_mention"]["recall@4"]["mean"] == pytest.approx(5 / 12)
+    assert out["per_mention"]["mrr@4"]["mean"] == pytest.approx(5 / 12)
+    assert out["per_mention/drop_none"]["recall@4"]["mean"] == pytest.approx(5 / 12)
+    assert out["per_mention/drop_none"]["mrr@4"]["mean"] == pytest.approx((2 * 0.25 + 2 + 0.5) / 12)
