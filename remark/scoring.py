@@ -24,7 +24,7 @@ import torch
 from catalog.match import GroundingSettings, Matcher
 from catalog.parse import ParsedLine, parse_list
 from catalog.table import Catalog
-from remark.algos import EncodedRows, TokenOffsetMapper, encode_rows, rank_rewards, token_rank_index
+from remark.algos import TokenOffsetMapper, encode_rows, end_token_index, per_responder, rewards_RNK, spec
 
 
 def hashed_responder_index(
@@ -42,44 +42,36 @@ def hashed_responder_index(
 
 @dataclass
 class ScoredRows:
-    """One batch of scored completion rows (R rows, K ranks, T tokens)."""
+    """One generation round's local completion rows, scored (R rows, K ranks, N responders, T tokens).
 
+    ``rewards_RNK`` are the scheme's rewards as the scorer computed them, before truncation and modifiers
+    (``remark.rank_step`` applies those): (R, N, K) for a per-responder scheme, with ``mask_RN`` the
+    responders that exist, and (R, 1, K) with an all-True mask for a per-list scheme
+    (``remark.algos.rewards_RNK``); ``per_responder`` is the scheme's declared output.
+    """
+
+    request_ids: list[str]
     texts: list[str]
     lines: list[list[ParsedLine]]
-    slot_ids: list[list[str | None]]
-    enc: EncodedRows
-    rewards: torch.Tensor  # (R, K) or (R, N, K)
-    rank_RT: torch.Tensor  # int64, -1 = no rank
+    slot_ids: list[list[str | None]]  # grounded id per reward slot (see the segmentation's reward_slots)
+    rewards_RNK: torch.Tensor
+    mask_RN: torch.Tensor
+    per_responder: bool
+    rank_RT: torch.Tensor  # int64 token ranks of the segmentation; -1 = no rank, FILLER = whitespace
     end_R: torch.Tensor  # int64, position of the end token, -1 = none (truncated)
-    n_lines_R: torch.Tensor
+    n_lines_R: torch.Tensor  # int64, reward slots of the list (can exceed K)
+    n_fallback: int = 0  # rows whose token offsets needed incremental decoding (TokenOffsets.n_fallback)
 
-    def scalar_rewards(self) -> list[float]:
-        """One number per row for TRL's logging: sum over ranks (mean over responders for RNK)."""
-        if self.rewards.ndim == 2:
-            return self.rewards.sum(-1).tolist()
-        mask = self.enc.responder_mask_RN.to(self.rewards.dtype)
-        per = (self.rewards.sum(-1) * mask).sum(-1) / mask.sum(-1).clamp(min=1)
-        return per.tolist()
+    def scalar_R(self) -> torch.Tensor:
+        """One number per row for TRL's logs: the sum over ranks, averaged over the row's responders.
 
-    def stats(self, k: int) -> dict[str, float]:
-        """Per-list diagnostics: lines, parsed, grounded, hits; and the mean reward at each rank."""
-        n = max(len(self.lines), 1)
-        rewards_RK = self.rewards if self.rewards.ndim == 2 else self.rewards.amax(1)
-        out = {
-            "lines_per_list": sum(len(x) for x in self.lines) / n,
-            "parsed_per_list": sum(ln.title is not None for row in self.lines for ln in row[:k]) / n,
-            "grounded_per_list": sum(i is not None for row in self.slot_ids for i in row[:k]) / n,
-            "hits_per_list": float(rewards_RK.gt(0).sum()) / n,
-            "complete_frac": float((self.n_lines_R >= k).float().mean()) if len(self.lines) else 0.0,
-            "truncated_frac": float((self.end_R < 0).float().mean()) if len(self.lines) else 0.0,
-        }
-        means = rewards_RK.mean(0) if len(self.lines) else torch.zeros(k)
-        out.update({f"rank_reward/{i + 1:02d}": float(v) for i, v in enumerate(means)})
-        return out
+        Taken before truncation and modifiers (TRL sees the raw per-list hit count of the scheme)."""
+        mask = self.mask_RN.to(self.rewards_RNK.dtype)
+        return (self.rewards_RNK.sum(-1) * mask).sum(-1) / mask.sum(-1).clamp(min=1)
 
 
 class RankScorer:
-    """Parse, ground and reward completion rows for one catalog and one reward scheme."""
+    """Parse, ground and reward completion rows for one catalog, one reward scheme and one segmentation."""
 
     def __init__(
         self,
@@ -88,7 +80,7 @@ class RankScorer:
         *,
         k: int,
         scheme: str,
-        log_decay: bool = False,
+        segmentation: str = "lines",
         grounding: GroundingSettings | None = None,
         eos_token_ids: Sequence[int] | None = None,
         seed: int = 0,
@@ -99,10 +91,13 @@ class RankScorer:
         self.offsets = TokenOffsetMapper(tokenizer)
         if eos_token_ids is None:
             eos_token_ids = [] if tokenizer.eos_token_id is None else [tokenizer.eos_token_id]
-        self.eos_ids = {int(i) for i in eos_token_ids}
+        self.eos_ids = [int(i) for i in eos_token_ids]
         self.k = k
         self.scheme = scheme
-        self.modifier = "log_decay" if log_decay else None
+        self.per_responder = per_responder(scheme)
+        entry = spec("segmentation", segmentation)
+        self.token_ranks = entry.fn
+        self.parsed_slots_only = entry.meta["reward_slots"] == "parsed"
         self.seed = seed
 
     def score(
@@ -112,13 +107,18 @@ class RankScorer:
         *,
         group_size: int | None,
         step: int,
-        max_responders: int | None = None,
     ) -> ScoredRows:
         """Score R rows. ``columns`` holds the dataset columns per row (``request_id``, ``seen``, ``union``,
-        ``counts``, ``responders``, ``responder_index`` with -1 for pooled rows)."""
+        ``counts``, ``responders``, ``responder_index`` with -1 for pooled rows). ``group_size`` (when the
+        rows of every group are all here) checks that groups are G consecutive rows of one request."""
         offsets = self.offsets([list(ids) for ids in completion_ids])
         lines = [parse_list(text) for text in offsets.texts]
         slot_ids = self.matcher.ground_lines(lines)
+        if self.parsed_slots_only:  # Rank-GRPO numbers only the lines that parse
+            slot_ids = [
+                [i for ln, i in zip(row, ids, strict=True) if ln.title is not None]
+                for row, ids in zip(lines, slot_ids, strict=True)
+            ]
         responders = columns["responders"]
         own = [int(i) for i in columns["responder_index"]]
         drawn = hashed_responder_index(
@@ -133,14 +133,57 @@ class RankScorer:
             responders=responders,
             seen=columns["seen"],
             responder_index=responder_index,
-            max_responders=max_responders,
             group_size=group_size,
             request_ids=columns["request_id"],
         )
-        rewards = rank_rewards(enc, self.scheme, modifier=self.modifier)
-        rank_RT = token_rank_index(lines, offsets, k=self.k)
-        end_R = torch.tensor(
-            [next((t for t, i in enumerate(ids) if i in self.eos_ids), -1) for ids in completion_ids],
-            dtype=torch.int64,
+        rewards, mask_RN = rewards_RNK(enc, self.scheme)
+        return ScoredRows(
+            request_ids=[str(x) for x in columns["request_id"]],
+            texts=offsets.texts,
+            lines=lines,
+            slot_ids=slot_ids,
+            rewards_RNK=rewards,
+            mask_RN=mask_RN,
+            per_responder=self.per_responder,
+            rank_RT=self.token_ranks(lines, offsets, k=self.k),
+            end_R=end_token_index(completion_ids, self.eos_ids),
+            n_lines_R=enc.n_lines_R,
+            n_fallback=offsets.n_fallback,
         )
-        return ScoredRows(offsets.texts, lines, slot_ids, enc, rewards, rank_RT, end_R, enc.n_lines_R)
+
+
+class RankReward:
+    """TRL's reward function for rank rewards, and the hand-off of its scores to the rank step.
+
+    TRL calls a reward function with the local completion rows and the dataset columns and takes one float
+    per row back (``reward_funcs=[RankReward(...)]``); the rank step needs every rank's reward, the token
+    ranks and the end tokens. So a call scores the rows once (``RankScorer.score``), returns the per-list
+    sums (``ScoredRows.scalar_R``: TRL's ``reward`` logs stay meaningful) and keeps the ``ScoredRows``
+    until :meth:`take`, which the trainer calls right after TRL's generation round. A round whose rows
+    were never scored, or scores taken twice, raise: the hand-off is one call, one take.
+    """
+
+    __name__ = "rank_reward"  # TRL names its reward logs after the function (rewards/rank_reward/mean)
+
+    def __init__(self, scorer: RankScorer | None = None, *, group_size: int | None = None) -> None:
+        self.scorer = scorer
+        self.group_size = group_size
+        self._scored: ScoredRows | None = None
+
+    def __call__(
+        self, completion_ids: Sequence[Sequence[int]], trainer_state: Any = None, **columns: Any
+    ) -> list[float]:
+        if self.scorer is None:
+            raise RuntimeError("RankReward has no scorer yet (set RankReward.scorer before training)")
+        step = int(getattr(trainer_state, "global_step", 0))
+        self._scored = self.scorer.score(completion_ids, columns, group_size=self.group_size, step=step)
+        return self._scored.scalar_R().tolist()
+
+    def take(self) -> ScoredRows:
+        """The rows scored by the last call, once."""
+        scored, self._scored = self._scored, None
+        if scored is None:
+            raise RuntimeError(
+                "the rank reward did not run for this round: remark's reward must be TRL's only one"
+            )
+        return scored

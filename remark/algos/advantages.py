@@ -44,7 +44,7 @@ def mean_baseline(rewards_BGK: torch.Tensor) -> torch.Tensor:
     return rewards_BGK.mean(1, keepdim=True)
 
 
-@register("scale", "group")
+@register("scale", "group", trl="group")
 def group_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
     """s_B1K = std_g(r_{b,g,k}) (unbiased, G - 1 in the denominator) + eps (Rank-GRPO).
 
@@ -54,7 +54,7 @@ def group_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor |
     return (centred.square().sum(1, keepdim=True) / (rewards_BGK.shape[1] - 1)).sqrt() + eps
 
 
-@register("scale", "batch")
+@register("scale", "batch", trl="batch")
 def batch_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
     """s_11K = unbiased std of rank k over all valid (b, g) of the batch + eps (groups with
     ``mask_B`` False are left out; fewer than two entries give std 0)."""
@@ -69,7 +69,7 @@ def batch_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor |
     return (std_K + eps).reshape(1, 1, k)
 
 
-@register("scale", "none")
+@register("scale", "none", trl="none")
 def no_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
     """s = 1 (Dr. GRPO: no std normalisation, no eps)."""
     return torch.ones((), dtype=rewards_BGK.dtype)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["EncodedRows", "draw_responders", "encode_rows"]
+__all__ = ["EncodedRows", "encode_rows"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,6 @@ class EncodedRows:
     drawn_RV : bool (R, V + 1) or None
         Items of the row's scored responder (the drawn one, or the row's own for per-responder rows);
         None when neither ``responder_index`` nor ``responder_items`` was given.
-    group_size : int or None
-        G when the caller declared it (and the group layout was checked).
     index_RK : int64 (R, K)
         ``item_RK`` with -1 replaced by the sentinel column V: safe to ``gather`` any (R, V + 1) table.
     """
@@ -62,7 +60,6 @@ class EncodedRows:
     responder_mask_RN: torch.Tensor
     n_responders_R: torch.Tensor
     drawn_RV: torch.Tensor | None
-    group_size: int | None = None
     index_RK: torch.Tensor = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -127,7 +124,7 @@ def encode_rows(
         Ids already named in the request; never rewarded.
     responder_index : R ints, optional
         The drawn responder of each row (``responder`` scheme); the same within a group
-        (docs/experiments.md pitfall 4; see :func:`draw_responders`).
+        (one per group: ``remark.scoring.hashed_responder_index``).
     responder_items : R sequences, optional
         The row's own responder's ids, for per-responder rows (Rank-GRPO's view). Exclusive with
         ``responder_index``.
@@ -261,7 +258,6 @@ def encode_rows(
         drawn_RV=None
         if responder_index is None and responder_items is None
         else _bool_table((n_rows, width), drawn_pairs),
-        group_size=group_size,
     )
 
 
@@ -303,17 +299,3 @@ def _check_groups(
                 raise ValueError(
                     f"rows {start}..{start + group_size - 1} form one group but have different responder_items"
                 )
-
-
-def draw_responders(
-    n_responders: Sequence[int], group_size: int, generator: torch.Generator | None = None
-) -> list[int]:
-    """One responder index per group, repeated over its G rows (pitfall 4: all G lists of a prompt are
-    scored against the same responder). ``n_responders`` has one n_x per group (B entries); returns B*G ints.
-    A request with no responders gets index 0 only if it has at least one: n_x = 0 raises."""
-    n = torch.as_tensor(list(n_responders), dtype=torch.float64)
-    if (n < 1).any():
-        raise ValueError("every request needs at least one responder to draw from (found n_x = 0)")
-    u = torch.rand(n.shape, generator=generator, dtype=torch.float64)
-    idx = torch.minimum((u * n).floor(), n - 1).to(torch.int64)
-    return idx.repeat_interleave(group_size).tolist()

@@ -176,18 +176,17 @@ def interrupt_truncated(
 ) -> torch.Tensor:
     """rewards with rank ``last_rank_R[r]`` zeroed where ``cut_R[r]`` (ScaleRL's forced interruption).
 
-    ``rewards``: (R, K) or (R, N, K); ``last_rank_R``: int (R,) rank of each row's last line (-1 = none);
+    ``rewards``: (R, ..., K), e.g. (R, K) or (R, N, K); ``last_rank_R``: int (R,) rank of each row's last line (-1 = none);
     ``cut_R``: bool (R,) the completion hit the length cap in the middle of that line. Ranks >= K (overflow
     lines) carry no reward and are left alone.
     """
-    k = rewards.shape[-1]
+    r, k = rewards.shape[0], rewards.shape[-1]
     hit_R = cut_R.bool() & (last_rank_R >= 0) & (last_rank_R < k)
-    drop_RK = torch.zeros(rewards.shape[0], k, dtype=torch.bool, device=rewards.device)
+    drop_RK = torch.zeros(r, k, dtype=torch.bool, device=rewards.device)
     rows = hit_R.nonzero().flatten()
     drop_RK[rows, last_rank_R[rows]] = True
-    if rewards.ndim == 3:
-        drop_RK = drop_RK[:, None, :]
-    return rewards.masked_fill(drop_RK, 0.0)
+    # broadcast over any axes between rows and ranks (the responders of (R, N, K) rewards)
+    return rewards.masked_fill(drop_RK.view(r, *([1] * (rewards.dim() - 2)), k), 0.0)
 
 
 # -- filters ---------------------------------------------------------------------------------------------

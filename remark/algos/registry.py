@@ -1,8 +1,12 @@
-"""Name -> function registry for the pure pieces of rank-level RL (rewards, scalings, baselines, ...).
+"""Typed name -> function registry for the pure pieces of rank-level RL (rewards, scalings, baselines, ...).
 
-Modelled on verl's ``core_algos`` (``@register_adv_est("grpo")``), made generic over *kinds* so that new
-families (an RLOO leave-one-out baseline, a new reward scheme, another modifier) are added beside the
-existing ones with one decorator and picked by name from a config, with one dispatch path only:
+Modelled on verl's ``core_algos`` (``@register_adv_est("grpo")``), made generic over *kinds*. Each kind has
+one call signature, written as a ``Protocol`` below, and the signature of every function is checked when it
+is registered (its positional arity and keyword-only names), so a scheme that would fail at the first
+training step fails at import instead. A kind may also declare facts its entries must state (``meta``): a
+reward scheme says whether it returns one reward vector per list or one per responder (``output``), a
+scaling says which of TRL's ``scale_rewards`` values it equals (``trl``). Code that needs such a fact reads
+it from the registry (:func:`spec`), never from a scheme's name or a tensor's shape.
 
 >>> from remark.algos.registry import register, get
 >>> @register("scale", "unit_demo")
@@ -10,57 +14,243 @@ existing ones with one decorator and picked by name from a config, with one disp
 ...     return 1.0
 >>> get("scale", "unit_demo") is _unit
 True
+>>> _ = _REGISTRY["scale"].pop("unit_demo")
 
-Kinds used by ``remark.algos`` (the signature each kind's functions share is documented in the module
-that calls them):
-
-- ``reward``: ``fn(enc: EncodedRows) -> rewards_RK`` (or ``rewards_RNK`` for ``responder_rb``);
-- ``modifier``: ``fn(rewards_...K) -> rewards_...K`` (``log_decay``);
-- ``baseline``: ``fn(rewards_BGK) -> baseline_BGK`` (``mean``);
-- ``scale``: ``fn(rewards_BGK, *, eps, mask_B=None) -> denominator`` broadcastable to ``(B, G, K)``.
-
-A kind is created by its first registration; :func:`get` on an unknown kind or name raises a
+A new kind is declared with :func:`define_kind`; :func:`get` on an unknown kind or name raises a
 ``ValueError`` that lists what is valid.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import torch
 
 F = TypeVar("F", bound=Callable)
 
-_REGISTRY: dict[str, dict[str, Callable]] = {}
+
+# -- one Protocol per kind: the call every registered function of the kind must accept -----------------
+class RewardFn(Protocol):
+    """``fn(enc: EncodedRows) -> rewards``: (R, K) when ``output="list"``, (R, N, K) when ``"responder"``."""
+
+    def __call__(self, enc: Any) -> torch.Tensor: ...
 
 
-def register(kind: str, name: str) -> Callable[[F], F]:
-    """Decorator registering ``fn`` under ``(kind, name)``; registering a taken name raises ``ValueError``."""
+class ModifierFn(Protocol):
+    """``fn(rewards_...K) -> rewards_...K`` on the last (rank) axis, any leading shape."""
+
+    def __call__(self, rewards_K: torch.Tensor) -> torch.Tensor: ...
+
+
+class BaselineFn(Protocol):
+    """``fn(rewards_BGK) -> baseline`` broadcastable to (B, G, K)."""
+
+    def __call__(self, rewards_BGK: torch.Tensor) -> torch.Tensor: ...
+
+
+class ScaleFn(Protocol):
+    """``fn(rewards_BGK, *, eps, mask_B=None) -> denominator`` broadcastable to (B, G, K)."""
+
+    def __call__(
+        self, rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None
+    ) -> Any: ...
+
+
+class RatioFn(Protocol):
+    """``fn(logps_RT, old_logps_RT, rank_RT, mask_RT) -> logps'_RT`` with exp(logp' - old) the ratio."""
+
+    def __call__(
+        self, logps_RT: torch.Tensor, old_logps_RT: torch.Tensor, rank_RT: torch.Tensor, mask_RT: torch.Tensor
+    ) -> torch.Tensor: ...
+
+
+class ObjectiveFn(Protocol):
+    """``fn(logps, old, adv, segment, mask, *, clip_low, clip_high) -> logps'`` (all (R, T))."""
+
+    def __call__(
+        self,
+        logps_RT: torch.Tensor,
+        old_logps_RT: torch.Tensor,
+        adv_RT: torch.Tensor,
+        segment_RT: torch.Tensor,
+        mask_RT: torch.Tensor,
+        *,
+        clip_low: float,
+        clip_high: float,
+    ) -> torch.Tensor: ...
+
+
+class AggregationFn(Protocol):
+    """``fn(tokens_R, *, group_size) -> weight_R``: per-row loss weights from the rows' loss tokens."""
+
+    def __call__(self, tokens_R: torch.Tensor, *, group_size: int) -> torch.Tensor: ...
+
+
+class TruncationFn(Protocol):
+    """``fn(rewards_...K, *, last_rank_R, cut_R) -> rewards_...K`` for lists cut at the length cap."""
+
+    def __call__(
+        self, rewards: torch.Tensor, *, last_rank_R: torch.Tensor, cut_R: torch.Tensor
+    ) -> torch.Tensor: ...
+
+
+class SegmentationFn(Protocol):
+    """``fn(lines, offsets, *, k) -> rank_RT``: the rank of every completion token (``remark.algos.tokens``)."""
+
+    def __call__(self, lines: Sequence[Sequence[Any]], offsets: Any, *, k: int) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of registered function: its call signature and the facts (``meta``) its entries state.
+
+    ``meta`` maps a key to its allowed values (None: any value); keys in ``required`` must be given.
+    """
+
+    name: str
+    protocol: type
+    meta: Mapping[str, tuple | None] = field(default_factory=dict)
+    required: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered function with the facts it declared."""
+
+    fn: Callable
+    meta: Mapping[str, Any]
+
+
+_KINDS: dict[str, Kind] = {}
+_REGISTRY: dict[str, dict[str, Entry]] = {}
+
+
+def define_kind(
+    name: str, protocol: type, *, meta: Mapping[str, tuple | None] | None = None, required: Sequence[str] = ()
+) -> Kind:
+    """Declare a kind: the ``Protocol`` its functions follow and the ``meta`` keys they may (or must) state."""
+    if name in _KINDS:
+        raise ValueError(f"kind {name!r} is already defined")
+    meta = dict(meta or {})
+    if set(required) - set(meta):
+        raise ValueError(
+            f"required meta {sorted(set(required) - set(meta))} of kind {name!r} are not declared"
+        )
+    kind = Kind(name, protocol, meta, frozenset(required))
+    _KINDS[name] = kind
+    _REGISTRY.setdefault(name, {})
+    return kind
+
+
+define_kind("reward", RewardFn, meta={"output": ("list", "responder")}, required=["output"])
+define_kind("modifier", ModifierFn)
+define_kind("baseline", BaselineFn)
+define_kind("scale", ScaleFn, meta={"trl": ("group", "batch", "none")})
+define_kind("ratio", RatioFn)
+define_kind("objective", ObjectiveFn)
+define_kind("aggregation", AggregationFn)
+define_kind("truncation", TruncationFn)
+define_kind(
+    "segmentation", SegmentationFn, meta={"reward_slots": ("lines", "parsed")}, required=["reward_slots"]
+)
+
+
+def _signature_error(kind: Kind, fn: Callable) -> str | None:
+    """Why ``fn`` cannot be called as ``kind.protocol`` says (None when it can)."""
+    want = list(inspect.signature(kind.protocol.__call__).parameters.values())[1:]  # drop self
+    try:
+        got = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None  # builtins without a signature: trust them
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    n_want = sum(p.kind in positional for p in want)
+    got_pos = [p for p in got if p.kind in positional]
+    var_pos = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in got)
+    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in got)
+    required_pos = [p for p in got_pos if p.default is inspect.Parameter.empty]
+    if len(required_pos) > n_want:
+        return f"it needs {len(required_pos)} positional arguments, the kind passes {n_want}"
+    if len(got_pos) < n_want and not var_pos:
+        return f"it takes {len(got_pos)} positional arguments, the kind passes {n_want}"
+    accepted = {p.name for p in got if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    for p in want:
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in accepted and not var_kw:
+            return f"it does not accept the keyword {p.name!r}"
+    passed = {p.name for p in want if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    for p in got:
+        if (
+            p.kind is inspect.Parameter.KEYWORD_ONLY
+            and p.default is inspect.Parameter.empty
+            and p.name not in passed
+        ):
+            return f"it requires the keyword {p.name!r}, which the kind never passes"
+    return None
+
+
+def register(kind: str, name: str, **meta: Any) -> Callable[[F], F]:
+    """Decorator registering ``fn`` under ``(kind, name)`` with the facts ``meta`` (see :class:`Kind`).
+
+    Raises ``ValueError`` for an undefined kind, a taken name, a signature that does not fit the kind's
+    ``Protocol``, or missing / unknown / invalid ``meta``.
+    """
     if not kind or not name:
         raise ValueError(
             f"register(kind, name) needs two non-empty strings, got kind={kind!r}, name={name!r}"
         )
+    if kind not in _KINDS:
+        raise ValueError(
+            f"unknown kind {kind!r}; define it first (define_kind) or use one of: {', '.join(kinds())}"
+        )
+    spec_ = _KINDS[kind]
+    unknown = set(meta) - set(spec_.meta)
+    missing = spec_.required - set(meta)
+    if unknown or missing:
+        raise ValueError(
+            f"{kind} {name!r}: "
+            + (f"unknown meta {sorted(unknown)}; " if unknown else "")
+            + (f"missing meta {sorted(missing)}; " if missing else "")
+            + f"{kind} entries declare {sorted(spec_.meta) or 'nothing'}"
+        )
+    for key, value in meta.items():
+        allowed = spec_.meta[key]
+        if allowed is not None and value not in allowed:
+            raise ValueError(f"{kind} {name!r}: {key}={value!r} is not one of {allowed}")
 
     def deco(fn: F) -> F:
-        table = _REGISTRY.setdefault(kind, {})
-        if name in table and table[name] is not fn:
+        table = _REGISTRY[kind]
+        if name in table and table[name].fn is not fn:
+            taken = table[name].fn
             raise ValueError(
-                f"{kind} {name!r} is already registered (by {table[name].__module__}.{table[name].__qualname__}); "
-                "pick another name"
+                f"{kind} {name!r} is already registered (by {taken.__module__}.{taken.__qualname__}); pick another name"
             )
-        table[name] = fn
+        why = _signature_error(spec_, fn)
+        if why is not None:
+            raise ValueError(
+                f"{kind} {name!r}: {getattr(fn, '__qualname__', fn)}{inspect.signature(fn)} does not fit the "
+                f"{kind} signature {spec_.protocol.__name__}{inspect.signature(spec_.protocol.__call__)}: {why}"
+            )
+        table[name] = Entry(fn, dict(meta))
         return fn
 
     return deco
 
 
-def get(kind: str, name: str) -> Callable:
-    """The function registered as ``(kind, name)``; an unknown kind or name raises ``ValueError`` listing the valid ones."""
+def spec(kind: str, name: str) -> Entry:
+    """The :class:`Entry` (function and declared facts) of ``(kind, name)``; unknown ones raise ``ValueError``."""
     if kind not in _REGISTRY:
         raise ValueError(f"unknown kind {kind!r}; valid kinds: {', '.join(kinds())}")
     table = _REGISTRY[kind]
     if name not in table:
         raise ValueError(f"unknown {kind} {name!r}; valid {kind} names: {', '.join(names(kind))}")
     return table[name]
+
+
+def get(kind: str, name: str) -> Callable:
+    """The function registered as ``(kind, name)``; an unknown kind or name raises ``ValueError`` listing the valid ones."""
+    return spec(kind, name).fn
 
 
 def names(kind: str) -> list[str]:
@@ -70,4 +260,4 @@ def names(kind: str) -> list[str]:
 
 def kinds() -> list[str]:
     """Kinds that have at least one registered function, sorted."""
-    return sorted(_REGISTRY)
+    return sorted(k for k, table in _REGISTRY.items() if table)

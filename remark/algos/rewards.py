@@ -24,9 +24,9 @@ from __future__ import annotations
 import torch
 
 from remark.algos.encode import EncodedRows
-from remark.algos.registry import get, register
+from remark.algos.registry import get, register, spec
 
-__all__ = ["eligibility", "log_decay", "rank_rewards"]
+__all__ = ["eligibility", "log_decay", "per_responder", "rank_rewards", "rewards_RNK"]
 
 
 def eligibility(enc: EncodedRows) -> torch.Tensor:
@@ -43,26 +43,26 @@ def eligibility(enc: EncodedRows) -> torch.Tensor:
     return (enc.item_RK >= 0) & is_first & ~enc.seen_RV.gather(1, idx)
 
 
-@register("reward", "responder")
+@register("reward", "responder", output="list")
 def responder_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * 1[item in drawn responder's list] (Rank-GRPO exp_inf, one responder per row)."""
     if enc.drawn_RV is None:
         raise ValueError(
             "the responder scheme needs the scored responder: pass responder_index (pooled rows, see "
-            "draw_responders) or responder_items (per-responder rows) to encode_rows"
+            "remark.scoring.hashed_responder_index) or responder_items (per-responder rows) to encode_rows"
         )
     hit = enc.drawn_RV.gather(1, enc.index_RK)
     return (eligibility(enc) & hit).to(torch.float32)
 
 
-@register("reward", "union")
+@register("reward", "union", output="list")
 def union_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * min(c_item, 1): 1 if any responder named the slot's item (ReMaRk)."""
     c = enc.counts_RV.gather(1, enc.index_RK)
     return (eligibility(enc) & (c >= 1)).to(torch.float32)
 
 
-@register("reward", "marginal")
+@register("reward", "marginal", output="list")
 def marginal_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * c_item / n_x: E over a uniform responder draw of the ``responder`` reward."""
     if not enc.has_responders:
@@ -72,7 +72,7 @@ def marginal_reward(enc: EncodedRows) -> torch.Tensor:
     return eligibility(enc).to(torch.float32) * (c / n)
 
 
-@register("reward", "responder_rb")
+@register("reward", "responder_rb", output="responder")
 def responder_rb_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RNK = e_RK[:, None] * 1[item in R_n] for every responder n (0 for padded n; mask
     ``enc.responder_mask_RN``). Scale per responder, then average: ``rank_advantages(..., mask_RN=)``."""
@@ -111,3 +111,22 @@ def rank_rewards(enc: EncodedRows, scheme: str, *, modifier: str | None = None) 
     if modifier is not None:
         rewards = get("modifier", modifier)(rewards)
     return rewards
+
+
+def per_responder(scheme: str) -> bool:
+    """Whether ``scheme`` returns one reward vector per responder (its declared ``output``), not per list."""
+    return spec("reward", scheme).meta["output"] == "responder"
+
+
+def rewards_RNK(enc: EncodedRows, scheme: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rewards of ``scheme`` in one shape for every scheme: ``(rewards_RNK, mask_RN)``.
+
+    A per-responder scheme (``output="responder"``) gives its (R, N, K) rewards with
+    ``enc.responder_mask_RN``; a per-list scheme gives its (R, K) rewards as (R, 1, K) with an all-True
+    (R, 1) mask. Everything downstream (filters, advantages, statistics) then has one code path:
+    ``rank_advantages`` on N = 1 is the per-list scaling exactly, the maximum over N is the identity.
+    """
+    rewards = get("reward", scheme)(enc)
+    if per_responder(scheme):
+        return rewards, enc.responder_mask_RN
+    return rewards[:, None, :], torch.ones(rewards.shape[0], 1, dtype=torch.bool)

@@ -41,6 +41,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from remark.algos.registry import register
+
 FILLER = -2  # rank_RT code of a whitespace-only token outside every segment (``token_rank_index``)
 
 # every whitespace code point (str.isspace) is below U+3001
@@ -52,8 +54,8 @@ __all__ = [
     "TokenOffsetMapper",
     "TokenOffsets",
     "end_token_index",
+    "newline_rank_index",
     "token_advantages",
-    "token_char_offsets",
     "token_rank_index",
 ]
 
@@ -230,13 +232,7 @@ def _common_prefix_len(a: str, b: str) -> int:
     return lo
 
 
-def token_char_offsets(
-    tokenizer: Any, completion_ids: Any, completion_mask: Any | None = None
-) -> TokenOffsets:
-    """One-off :class:`TokenOffsetMapper` call (a trainer should keep a mapper to reuse its cache)."""
-    return TokenOffsetMapper(tokenizer)(completion_ids, completion_mask)
-
-
+@register("segmentation", "lines", reward_slots="lines")
 def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
     """rank_RT (int64): the rank whose segment token t of row r overlaps; -1 for none, ``FILLER`` (-2) for
     a token of no rank whose characters are all whitespace (a blank line, indentation, a leading or
@@ -319,6 +315,32 @@ def _line_stop(text: str, end: int) -> int:
     return nl + 1 if nl >= 0 else len(text)
 
 
+@register("segmentation", "newlines", reward_slots="parsed")
+def newline_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
+    """rank_RT (int64) by Rank-GRPO's rule: a counter of the newlines decoded so far.
+
+    Token t of row r gets n_t, the number of newline characters in the tokens before it, whatever the
+    lines hold (``lines`` is not read): a blank line is a slot, a preamble line is slot 0, ``"\\n\\n"``
+    moves the counter by 2, the newline that ends a line belongs to that line, and every token of the row
+    has a slot (the end token too: it gets the count after the last newline, as do padding positions,
+    which the completion mask removes from every use). Rank-GRPO's ``_segment_items_from_tokens`` decodes each token alone
+    and counts its newlines; a token's piece here is its span of the decoded text, which holds the same
+    newlines (a newline is one whole character, never split across byte tokens). ``k`` is not used: ranks
+    past K are kept as they are (overflow), as ``token_rank_index`` does.
+    """
+    n_rows = offsets.start_RT.shape[0]
+    if len(lines) != n_rows:
+        raise ValueError(f"lines has {len(lines)} rows but offsets has {n_rows}")
+    text_len = np.array([len(t) for t in offsets.texts], dtype=np.int64)
+    stride = int(text_len.max(initial=0)) + 1
+    padded = "".join(t + " " * (stride - len(t)) for t in offsets.texts)
+    code_points = np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32)
+    newlines = np.concatenate([[0], np.cumsum(code_points == ord("\n"))])
+    row_off = (np.arange(n_rows, dtype=np.int64) * stride)[:, None]
+    counts = newlines[offsets.start_RT + row_off] - newlines[row_off]  # newlines before each token
+    return torch.from_numpy(np.ascontiguousarray(counts, dtype=np.int64))
+
+
 def end_token_index(
     completion_ids: Any, eos_token_ids: int | Sequence[int], completion_mask: Any | None = None
 ) -> torch.Tensor:
@@ -330,6 +352,9 @@ def end_token_index(
     return torch.tensor(out, dtype=torch.int64)
 
 
+END_SHAPINGS = ("remark", "rank_grpo", "none")
+
+
 def token_advantages(
     adv_RK: torch.Tensor,
     rank_RT: torch.Tensor,
@@ -338,25 +363,34 @@ def token_advantages(
     end_R: torch.Tensor | None = None,
     mask_RT: torch.Tensor | None = None,
     overflow_penalty: float = -0.1,
-    end_shaping: bool = True,
+    end_shaping: str | bool = "remark",
     complete_bonus: float = 0.1,
     early_stop_penalty: float = -0.1,
     filler_penalty: float = -0.1,
 ) -> torch.Tensor:
     """adv_RT: A[r, rank_RT[r, t]] for ranks < K; ``overflow_penalty`` for ranks >= K; ``filler_penalty``
-    for ``FILLER`` (whitespace outside every line); 0 for -1.
+    for ``FILLER`` (whitespace outside every line); 0 for -1. Positions where ``mask_RT`` is 0 get 0.
 
-    The end token (``end_R``, -1 = none) is then set to ``complete_bonus`` if ``n_lines_R >= K`` else
-    ``early_stop_penalty`` (0 for both when ``end_shaping`` is off); positions where ``mask_RT`` is 0 get 0.
-    A row with no end token (cut by the length cap) and fewer than K lines is an early stop too: its last
-    token gets ``early_stop_penalty`` (with ``end_shaping``). Departure from Rank-GRPO, which shaped only
-    the end token: without it a list of blank lines that runs into the cap escapes the penalty, and tiny
-    policies learn exactly that (observed in the ProtoQA demo: cut-off lists went from 0% to 100%).
+    The end token (``end_R``, -1 = none) never keeps its rank's advantage; ``end_shaping`` says what it gets:
+
+    - ``"remark"`` (True): ``complete_bonus`` if ``n_lines_R >= K`` else ``early_stop_penalty``; and a row
+      with no end token (cut by the length cap) and fewer than K lines is an early stop too: its last
+      token gets ``early_stop_penalty``. Departure from Rank-GRPO, which shaped only the end token: without
+      it a list of blank lines that runs into the cap escapes the penalty, and tiny policies learn exactly
+      that (observed in the ProtoQA demo: cut-off lists went from 0% to 100%).
+    - ``"rank_grpo"``: Rank-GRPO's rule on its own slots (``newline_rank_index``): n = 1 + the largest
+      rank of the row's tokens (end token included); the end token gets ``overflow_penalty`` if its own
+      rank is >= K, plus ``complete_bonus`` if n >= K and no token of the row is past K, or
+      ``early_stop_penalty`` if n < K. Cut rows are not shaped. ``n_lines_R`` is not read.
+    - ``"none"`` (False): the end token gets 0.
     """
     if adv_RK.ndim != 2 or rank_RT.ndim != 2 or adv_RK.shape[0] != rank_RT.shape[0]:
         raise ValueError(
             f"adv_RK {tuple(adv_RK.shape)} and rank_RT {tuple(rank_RT.shape)} must be (R, K) and (R, T)"
         )
+    shaping = {True: "remark", False: "none"}.get(end_shaping, end_shaping)
+    if shaping not in END_SHAPINGS:
+        raise ValueError(f"unknown end_shaping {end_shaping!r}; valid: {', '.join(END_SHAPINGS)}")
     r, k = adv_RK.shape
     if tuple(n_lines_R.shape) != (r,):
         raise ValueError(f"n_lines_R must have shape ({r},), got {tuple(n_lines_R.shape)}")
@@ -372,9 +406,26 @@ def token_advantages(
             raise ValueError("end_R points past the token axis")
         ended = end_R >= 0
         rows = ended.nonzero().flatten()
-        shaped = torch.where(n_lines_R.to(adv.device) >= k, complete_bonus, early_stop_penalty).to(adv.dtype)
-        adv[rows, end_R[rows]] = shaped[rows] if end_shaping else 0.0
-        if end_shaping:
+        if shaping == "remark":
+            complete = n_lines_R.to(adv.device) >= k
+        elif shaping == "rank_grpo":
+            valid = mask_RT.bool() if mask_RT is not None else torch.ones_like(rank, dtype=torch.bool)
+            top = torch.where(valid, rank, torch.full_like(rank, -1)).amax(1)  # n - 1
+            overflow = ((rank >= k) & valid).any(1)
+            complete = (top + 1 >= k) & ~overflow
+            early = top + 1 < k
+        shaped = torch.zeros(r, dtype=adv.dtype, device=adv.device)
+        if shaping == "remark":
+            shaped = torch.where(complete, complete_bonus, early_stop_penalty).to(adv.dtype)
+        elif shaping == "rank_grpo":
+            own = rank.gather(1, end_R.clamp(min=0)[:, None])[:, 0] >= k
+            shaped = (
+                own.to(adv.dtype) * overflow_penalty
+                + complete.to(adv.dtype) * complete_bonus
+                + early.to(adv.dtype) * early_stop_penalty
+            )
+        adv[rows, end_R[rows]] = shaped[rows]
+        if shaping == "remark":
             length_R = (mask_RT != 0).sum(1) if mask_RT is not None else torch.full_like(end_R, rank.shape[1])
             cut = (~ended & (n_lines_R.to(adv.device) < k) & (length_R > 0)).nonzero().flatten()
             adv[cut, length_R[cut] - 1] = early_stop_penalty

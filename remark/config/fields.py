@@ -120,6 +120,24 @@ class RemarkGRPOConfig(GRPOConfig):
         default=-0.1,
         metadata={"help": "End-token advantage when the list stops before K items (Rank-GRPO: -0.1)."},
     )
+    segmentation: str = field(
+        default="lines",
+        metadata={
+            "help": "Which tokens belong to rank k (registry kind 'segmentation'): 'lines' (remark: the parser's line "
+            "spans, one rule for reward slots and token ranks; blank lines hold no rank) or 'newlines' (Rank-GRPO as "
+            "published: a token's rank is the number of newlines before it, a blank line is a slot, and reward slots "
+            "number only the lines that parse)."
+        },
+    )
+    end_shaping: str = field(
+        default="remark",
+        metadata={
+            "help": "The end token's advantage: 'remark' (+eos_complete_bonus with >= K lines, else eos_early_penalty; "
+            "a list cut by the cap before K lines is an early stop too), 'rank_grpo' (Rank-GRPO's rule on its newline "
+            "slots: bonus only with exactly K slots and nothing past them, penalty for an early stop, cut lists not "
+            "shaped), 'none' (0)."
+        },
+    )
     rank_level_ratio: bool = field(
         default=False,
         metadata={

@@ -16,7 +16,6 @@ from catalog.errors import InputError
 from catalog.match import MATCH_MODES, GroundingSettings
 
 SAMPLING_MODES = ("uniform", "per_responder")
-SCALING_MODES = ("group", "batch", "none")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
 #: TRL loss types built on the clipped surrogate min(r A, clip(r) A) (GMPO replaces r by its own ratio).
 CLIPPED_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -37,10 +36,12 @@ def _choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
 def validate_remark_fields(cfg: Any) -> None:
     """Check the rank-level fields and their combinations; raise ``InputError`` saying what to change."""
     import remark.algos  # noqa: F401  (registers the reward schemes)
-    from remark.algos import registry
+    from remark.algos import END_SHAPINGS, registry
 
     _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))
-    _choice("advantage_scaling", cfg.advantage_scaling, SCALING_MODES)
+    _choice("advantage_scaling", cfg.advantage_scaling, registry.names("scale"))
+    _choice("segmentation", cfg.segmentation, registry.names("segmentation"))
+    _choice("end_shaping", cfg.end_shaping, END_SHAPINGS)
     _choice("sampling", cfg.sampling, SAMPLING_MODES)
     if cfg.match_mode is not None:
         _choice("match_mode", cfg.match_mode, MATCH_MODES)
@@ -60,11 +61,12 @@ def validate_remark_fields(cfg: Any) -> None:
             field="scale_rewards",
             hint=f"set scale_rewards: {cfg.advantage_scaling}",
         )
-    if cfg.scale_rewards != cfg.advantage_scaling:
+    trl_scale = registry.spec("scale", cfg.advantage_scaling).meta.get("trl")
+    if trl_scale is not None and cfg.scale_rewards != trl_scale:
         raise InputError(
             f"scale_rewards={cfg.scale_rewards!r} disagrees with advantage_scaling={cfg.advantage_scaling!r}",
             field="scale_rewards",
-            hint="the trainer scales rank rewards by advantage_scaling; set both to the same value",
+            hint=f"the trainer scales rank rewards by advantage_scaling; set scale_rewards: {trl_scale} (TRL's name)",
         )
     if cfg.num_ranks < 1:
         raise InputError(f"num_ranks must be >= 1, got {cfg.num_ranks}", field="num_ranks")
@@ -220,11 +222,15 @@ def _validate_family(cfg: Any) -> None:
             "loss_aggregation",
             f"use loss_type one of {', '.join(TOKEN_SUM_LOSS_TYPES)}, or loss_aggregation: token",
         )
-    if cfg.advantage_baseline == "batch" and cfg.reward_scheme == "responder_rb":
+    if (
+        cfg.advantage_baseline == "batch"
+        and registry.spec("reward", cfg.reward_scheme).meta["output"] == "responder"
+    ):
         raise _contradiction(
-            "advantage_baseline 'batch' would average the padded responders of responder_rb into the batch mean",
+            f"advantage_baseline 'batch' would average the padded responders of the per-responder scheme "
+            f"{cfg.reward_scheme!r} into the batch mean",
             "advantage_baseline",
-            "use advantage_baseline: mean or rloo with responder_rb",
+            f"use advantage_baseline: mean or rloo with {cfg.reward_scheme}",
         )
     if cfg.refill_batch and not cfg.zero_signal_filter:
         raise _contradiction(

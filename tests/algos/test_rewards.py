@@ -131,21 +131,3 @@ def test_encode_rejects_bad_input(overrides, message):
 def test_encode_needs_some_ground_truth():
     with pytest.raises(ValueError, match="pass union"):
         encode_rows(SLOTS, k=4)
-
-
-def test_draw_responders_one_per_group():
-    from remark.algos import draw_responders
-
-    n_x = [3, 1, 5] * 400
-    gen = torch.Generator().manual_seed(0)
-    idx = draw_responders(n_x, 4, gen)
-    assert len(idx) == 4 * len(n_x)
-    groups = torch.tensor(idx).view(-1, 4)
-    assert (groups == groups[:, :1]).all()  # the same responder for the G rows of a group
-    first = groups[:, 0]
-    assert ((first >= 0) & (first < torch.tensor(n_x))).all()
-    assert set(first[2::3].tolist()) == {0, 1, 2, 3, 4}
-    assert abs((first[0::3] == 2).float().mean().item() - 1 / 3) < 0.06  # uniform over n_x
-    assert idx == draw_responders(n_x, 4, torch.Generator().manual_seed(0))
-    with pytest.raises(ValueError, match="n_x = 0"):
-        draw_responders([2, 0], 4)

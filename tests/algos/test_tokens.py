@@ -14,7 +14,6 @@ from remark.algos import (
     TokenOffsets,
     end_token_index,
     token_advantages,
-    token_char_offsets,
     token_rank_index,
 )
 from remark.tiny import train_tokenizer
@@ -85,7 +84,7 @@ def test_offsets_cover_the_text_trl_decodes(which, request):
 def test_ascii_offsets_match_the_tokenizers_own_offsets(bpe):
     text = TEXTS[0]
     enc = bpe(text, add_special_tokens=False, return_offsets_mapping=True)
-    out = token_char_offsets(bpe, [enc["input_ids"]])
+    out = TokenOffsetMapper(bpe)([enc["input_ids"]])
     assert out.n_fallback == 0
     want = np.array(enc["offset_mapping"])
     assert (out.start_RT[0] == want[:, 0]).all() and (out.end_RT[0] == want[:, 1]).all()

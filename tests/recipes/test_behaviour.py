@@ -8,10 +8,13 @@ baselines, aggregation weights, clipping, masks) are checked directly.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from remark.config import compose_config
+from remark.rank_step import modified_rewards
 from tests.recipes.conftest import (
     SIGNAL,
     G,
@@ -231,7 +234,7 @@ def test_scalerl_prompt_aggregation_filters_and_fp32_head(trained):
             out["tool_mask"][:, 0].double(), want.repeat_interleave(G), rtol=1e-6, atol=0
         )
     if "r4" in {rid for cols, _ in trainer.captured for rid in cols["request_id"]}:
-        assert "r4" in trainer._dropped and logged(trainer, "train/dropped_requests")[-1] >= 1
+        assert "r4" in trainer.dropped and logged(trainer, "train/dropped_requests")[-1] >= 1
     _, out, logps = last_batch(trainer)
     old = shifted(logps, scale=2.0)
     want = assert_loss_matches_reference(trainer, out, logps, old)
@@ -255,15 +258,16 @@ def test_scalerl_interrupts_a_list_cut_at_the_length_cap(trained):
     ]
     ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]  # no end token: all hit the cap
     ids.append([*ids[0], tok.eos_token_id])
-    scored = trainer._score_rows(ids, columns)
+    scored = trainer.scorer.score(ids, columns, group_size=None, step=0)
+
+    def list_sums(settings):
+        return modified_rewards(scored, settings).sum(-1)[:, 0].tolist()
+
     # a line is complete when a newline or the end token follows it: the last line of the first two lists
     # was cut by the cap (even "Gamma (2003)" might have gone on) and earns 0; the third ends on a newline
-    assert scored == [2.0, 2.0, 2.0, 3.0]
-    trainer.args.truncation = "score"
-    try:
-        assert trainer._score_rows(ids, columns) == [3.0, 2.0, 2.0, 3.0]  # the unterminated line counts
-    finally:
-        trainer.args.truncation = "interrupt"
+    assert list_sums(trainer.rank_settings) == [2.0, 2.0, 2.0, 3.0]
+    score = dataclasses.replace(trainer.rank_settings, truncation="score")
+    assert list_sums(score) == [3.0, 2.0, 2.0, 3.0]  # the unterminated line counts
 
 
 def test_olmo3_active_sampling_no_std_clip_higher_and_tis_no_op(trained, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from trl import GRPOTrainer
 
 from catalog.match import GroundingSettings, Matcher
 from catalog.table import Catalog
@@ -125,15 +126,33 @@ def scripted_rollout(tokenizer, script, requests=HAND_REQUESTS, eos=True):
     return rollout
 
 
-class Capturing(RemarkGRPOTrainer):
+class _RoundInputs(GRPOTrainer):
+    """Records the dataset rows of every TRL generation round (sits right above ``GRPOTrainer``)."""
+
+    def _generate_and_score_completions(self, inputs):
+        self.round_inputs.append(list(inputs))
+        return super()._generate_and_score_completions(inputs)
+
+
+class Capturing(RemarkGRPOTrainer, _RoundInputs):
     """Keeps every final batch (after refills) with its rows' request and responder in ``captured``."""
 
-    def _finish_batch(self, rounds, selected, mode):
-        out = super()._finish_batch(rounds, selected, mode)
-        by_round: dict[int, list[int]] = {}
-        for i, r in selected:
-            by_round.setdefault(i, []).append(r)
-        rows = [rounds[i].inputs[r] for i in by_round for r in by_round[i]]
-        cols = {c: [x[c] for x in rows] for c in ("request_id", "responder_index")}
+    def _generate_and_score_completions(self, inputs):
+        import remark.trainer
+
+        self.round_inputs, rows, real = [], [], remark.trainer.rank_step
+
+        def spy(*args, **kwargs):
+            batch = real(*args, **kwargs)
+            rows.extend(batch.rows)
+            return batch
+
+        remark.trainer.rank_step = spy
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            remark.trainer.rank_step = real
+        picked = [self.round_inputs[i][r] for i, r in rows]
+        cols = {c: [x[c] for x in picked] for c in ("request_id", "responder_index")}
         self.captured.append((cols, out))
         return out
