@@ -119,9 +119,10 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         train = self.model.training
         batches: list[dict[str, Any]] = []
+        trl_round = super()._generate_and_score_completions  # TRL's generation, log-probs and reward call
 
         def generate(rows: list[dict[str, Any]]) -> Round:
-            out = super(RemarkGRPOTrainer, self)._generate_and_score_completions(rows)
+            out = trl_round(rows)
             batches.append(out)
             mask = out["completion_mask"]
             return Round(self.rank_reward.take(), mask, mask * out.get("tool_mask", 1))
