@@ -1,12 +1,12 @@
 """Score lists of catalog ids against pooled requests: per-responder, union and single-mention views.
 
 This is the one scoring path for evaluation *and* the trainer's validation (docs/architecture.md: train
-and eval never compute "the same" metric in two places). Input: the pooled ``requests`` frame (``request_id``, ``seen``,
-``responders``, ``union``, ``counts``; data_prep's schema) and one ranked list of grounded catalog ids per
-request (``None`` for a slot that did not parse or ground), or several lists per request (sampled
-evaluation) with ``list_request`` giving each list's request row. Output: a per-request table in the
-training eval-log format (docs/architecture.md): ``request_id``, one ``eval/<metric>@<k>/<view>`` column per
-metric, ``n_rows`` (the per-responder weight) and list diagnostics.
+and eval never compute "the same" metric in two places). Input: the pooled ``requests`` frame
+(``request_id``, ``seen``, ``responders``, ``union``, ``counts``; data_prep's schema) and one ranked list
+of grounded catalog ids per request (``None`` for a slot that did not parse or ground), or several lists
+per request (sampled evaluation) with ``list_request`` giving each list's request row. Output: a
+per-request table in the training eval-log format (docs/architecture.md): ``request_id``, one
+``eval/<metric>@<k>/<view>`` column per metric, ``n_rows`` (the per-responder weight) and list diagnostics.
 
 Views (docs/metrics.md, "Views"):
 
