@@ -9,7 +9,9 @@ Layout (``remark prep --out DIR``)::
     meta.json               source, domain, has_years, instruction_included, grounding (+ how it was prepared)
     stats.json              data_prep.stats.dataset_stats, plus "prep": what was skipped or noted
 
-The directory is written with ``catalog.io.atomic_dir``: a killed run leaves the old directory or none.
+The directory is written with ``catalog.io.atomic_dir`` as a ``"prep"`` output (its marker,
+``.remark-output.json``, says so): a killed run leaves the old directory or none, and an existing folder
+that is not an earlier dataset, or that is or holds one of the inputs, is refused.
 
 ``meta.json["grounding"]`` is the dataset's grounding contract (``catalog.match.GroundingSettings``:
 ``match_mode``, ``year_tolerance``, ``match_threshold``, ``match_scorer``): the settings with which lists
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,8 @@ from data_prep.pool import expand_responders
 from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
 from data_prep.stats import dataset_stats
 
+#: the ``catalog.io.atomic_dir`` kind of a dataset directory.
+DATASET_KIND = "prep"
 FILES = ("requests.parquet", "responder_rows.parquet", "catalog.parquet", "meta.json", "stats.json")
 META_KEYS = ("source", "domain", "has_years", "instruction_included")
 #: keys of datasets written before ``meta["grounding"]`` -> the GroundingSettings field they hold
@@ -79,12 +83,16 @@ def write_dataset(
     *,
     grounding: GroundingSettings,
     report: Report | None = None,
+    inputs: Sequence[str | Path] = (),
+    force: bool = False,
 ) -> PooledDataset:
     """Write the five files of a dataset directory atomically and return what was written.
 
     ``pooled`` is :func:`data_prep.pool.pool_threads`' output (``responder_ids`` is used for the
     responder rows and left out of ``requests.parquet``). ``grounding`` is the matcher's settings
     (``matcher.settings``), written as ``meta["grounding"]``; legacy grounding keys in ``meta`` are dropped.
+    ``inputs`` (the files it was read from) are never replaced; ``force`` replaces a folder that is not an
+    earlier dataset (``catalog.io.atomic_dir``).
     """
     missing = [k for k in META_KEYS if k not in meta]
     if missing:
@@ -98,7 +106,7 @@ def write_dataset(
     stats = dataset_stats(requests)
     if report is not None:
         stats["prep"] = report.to_dict()
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, DATASET_KIND, inputs=inputs, force=force) as tmp:
         requests.write_parquet(tmp / "requests.parquet")
         rows.write_parquet(tmp / "responder_rows.parquet")
         catalog.df.write_parquet(tmp / "catalog.parquet")

@@ -1,6 +1,9 @@
 """``remark eval run``: generate lists for a split, ground, score, bootstrap, write every output atomically.
 
-Outputs in ``out_dir`` (each file replaced atomically; other files in the folder are left alone):
+Outputs in ``out_dir``, written together into one temporary folder and swapped in once complete
+(``catalog.io.atomic_dir``, kind ``"eval-run"``; ``remark eval score --out`` writes kind ``"eval-score"``):
+a killed run leaves the previous complete folder or none, never files of two runs side by side, and a
+folder that is not an earlier output of the same command is refused before any generation:
 
 - ``predictions.jsonl``: greedy lists, ``{"request_id", "recommendations", "grounded", "completion"}``;
   ``recommendations`` are the parsed lines ("Title (Year)"), so ``remark eval score`` on this file gives
@@ -32,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from catalog.errors import InputError
-from catalog.io import atomic_write
+from catalog.io import atomic_dir, check_output_dir
 from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_list
 from data_prep.dataset import load_dataset
@@ -63,30 +66,36 @@ def parse_and_ground(
     return shown, matcher.ground_lines(parsed)
 
 
+#: ``catalog.io.atomic_dir`` kinds of the two output folders.
+SCORE_KIND = "eval-score"
+RUN_KIND = "eval-run"
+
+
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with atomic_write(path) as tmp, tmp.open("w", encoding="utf-8") as fh:
+    with path.open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    with atomic_write(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, allow_nan=True) + "\n")
+    path.write_text(json.dumps(obj, indent=2, allow_nan=True) + "\n")
 
 
-def _write_parquet(path: Path, df: pl.DataFrame) -> None:
-    with atomic_write(path) as tmp:
-        df.write_parquet(tmp)
-
-
-def write_score_outputs(out_dir: str | Path, result: dict[str, Any], per_request: pl.DataFrame) -> None:
-    """``metrics.json``, ``per_request.parquet``, ``report.md`` and ``metrics.png`` for a scored file."""
-    out = Path(out_dir)
-    _write_json(out / "metrics.json", result)
-    _write_parquet(out / "per_request.parquet", per_request)
-    with atomic_write(out / "report.md") as tmp:
-        tmp.write_text(metrics_markdown(result))
-    plot_metrics(result, out / "metrics.png")
+def write_score_outputs(
+    out_dir: str | Path,
+    result: dict[str, Any],
+    per_request: pl.DataFrame,
+    *,
+    inputs: Sequence[str | Path] = (),
+    force: bool = False,
+) -> None:
+    """``metrics.json``, ``per_request.parquet``, ``report.md`` and ``metrics.png`` for a scored file, as
+    one folder swapped in once complete; ``inputs`` (dataset, predictions) are never replaced."""
+    with atomic_dir(out_dir, SCORE_KIND, inputs=inputs, force=force) as tmp:
+        _write_json(tmp / "metrics.json", result)
+        per_request.write_parquet(tmp / "per_request.parquet")
+        (tmp / "report.md").write_text(metrics_markdown(result))
+        plot_metrics(result, tmp / "metrics.png")
 
 
 def evaluate_model(
@@ -105,12 +114,16 @@ def evaluate_model(
     views: Sequence[str] = VIEWS,
     config: BootstrapConfig = DEFAULT_CI,
     limit: int | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Generate, score and write the outputs listed in the module docstring; returns ``metrics.json``.
 
     ``limit`` keeps the first N requests of the split (a quick look; the count is in ``settings``).
     ``grounding``: settings asked for instead of the dataset's (``eval.score.grounding_choice``).
+    ``out_dir`` must be new, empty or an earlier ``remark eval run`` output (``force``: any folder but
+    the model or the dataset); this is checked before anything is generated.
     """
+    check_output_dir(out_dir, RUN_KIND, inputs=[model_dir, data_dir], force=force)
     ds = load_dataset(data_dir)
     choice = grounding_choice(ds, grounding, by=grounding_by)  # a bad setting fails before generation
     requests = ds.requests if split == ALL_SPLITS else ds.requests.filter(pl.col("split") == split)
@@ -125,7 +138,6 @@ def evaluate_model(
     if limit is not None:
         requests = requests.head(limit)
     gen_cfg = dataclasses.replace(generation, k=max(generation.k, max(ks)))
-    out = Path(out_dir)
     gen = generate_lists(model_dir, requests["prompt"].to_list(), ds.meta, gen_cfg)
     matcher = Matcher(ds.catalog, choice.used)
     ids_req = requests["request_id"].to_list()
@@ -138,66 +150,66 @@ def evaluate_model(
         "limit": limit,
     }
 
-    shown, grounded = parse_and_ground(gen.greedy, matcher)
-    scored = score_lists(
-        requests, grounded, ks=ks, metrics=metrics, views=views, compact=compact, filters=filters
-    )
-    result = summarize(scored, config, settings={**settings, "lists": "greedy"}, warnings=warnings)
-    result["requests_by_split"] = requests_by_split(requests)
-    pred_rows = [
-        {"request_id": r, "recommendations": s, "grounded": g, "completion": c}
-        for r, s, g, c in zip(ids_req, shown, grounded, gen.greedy)
-    ]
-    _write_jsonl(out / "predictions.jsonl", pred_rows)
-    _write_parquet(out / "per_request.parquet", scored.per_request)
-    plot_metrics(result, out / "metrics.png", title=f"{Path(model_dir).name}: greedy, {split}")
-    md = metrics_markdown(result, title=f"Greedy lists ({split}, {requests.height} requests)")
-
-    if gen.samples is not None:
-        n = gen_cfg.num_samples
-        flat = [c for per_req in gen.samples for c in per_req]
-        s_shown, s_grounded = parse_and_ground(flat, matcher)
-        s_scored = score_lists(
-            requests,
-            s_grounded,
-            list_request=np.repeat(np.arange(requests.height), n),
-            ks=ks,
-            metrics=metrics,
-            views=views,
-            compact=compact,
-            filters=filters,
+    with atomic_dir(out_dir, RUN_KIND, inputs=[model_dir, data_dir], force=force) as out:
+        shown, grounded = parse_and_ground(gen.greedy, matcher)
+        scored = score_lists(
+            requests, grounded, ks=ks, metrics=metrics, views=views, compact=compact, filters=filters
         )
-        sampled = summarize(
-            s_scored,
-            config,
-            settings={**settings, "lists": f"{n} samples at temperature {gen_cfg.temperature}"},
-            warnings=warnings,
-        )
-        result["sampled"] = sampled
-        rows = [
-            {
-                "request_id": ids_req[i // n],
-                "sample": i % n,
-                "recommendations": s,
-                "grounded": g,
-                "completion": c,
-            }
-            for i, (s, g, c) in enumerate(zip(s_shown, s_grounded, flat))
+        result = summarize(scored, config, settings={**settings, "lists": "greedy"}, warnings=warnings)
+        result["requests_by_split"] = requests_by_split(requests)
+        pred_rows = [
+            {"request_id": r, "recommendations": s, "grounded": g, "completion": c}
+            for r, s, g, c in zip(ids_req, shown, grounded, gen.greedy)
         ]
-        _write_jsonl(out / "samples.jsonl", rows)
-        _write_parquet(out / "per_request_sampled.parquet", s_scored.per_request)
-        plot_metrics(
-            sampled, out / "metrics_sampled.png", title=f"{Path(model_dir).name}: {n} samples, {split}"
-        )
-        md += "\n" + metrics_markdown(
-            sampled, title=f"Sampled lists ({n} per request, T = {gen_cfg.temperature})"
-        )
-        md += (
-            f"\nDistinct grounded items per list: greedy {result['lists']['distinct_mean']:.2f}, "
-            f"sampled {sampled['lists']['distinct_mean']:.2f} (experiments.md, pitfall 1).\n"
-        )
-    result["generation"] = {"engine": gen.engine, **dataclasses.asdict(gen_cfg)}
-    _write_json(out / "metrics.json", result)
-    with atomic_write(out / "report.md") as tmp:
-        tmp.write_text(md)
+        _write_jsonl(out / "predictions.jsonl", pred_rows)
+        scored.per_request.write_parquet(out / "per_request.parquet")
+        plot_metrics(result, out / "metrics.png", title=f"{Path(model_dir).name}: greedy, {split}")
+        md = metrics_markdown(result, title=f"Greedy lists ({split}, {requests.height} requests)")
+
+        if gen.samples is not None:
+            n = gen_cfg.num_samples
+            flat = [c for per_req in gen.samples for c in per_req]
+            s_shown, s_grounded = parse_and_ground(flat, matcher)
+            s_scored = score_lists(
+                requests,
+                s_grounded,
+                list_request=np.repeat(np.arange(requests.height), n),
+                ks=ks,
+                metrics=metrics,
+                views=views,
+                compact=compact,
+                filters=filters,
+            )
+            sampled = summarize(
+                s_scored,
+                config,
+                settings={**settings, "lists": f"{n} samples at temperature {gen_cfg.temperature}"},
+                warnings=warnings,
+            )
+            result["sampled"] = sampled
+            rows = [
+                {
+                    "request_id": ids_req[i // n],
+                    "sample": i % n,
+                    "recommendations": s,
+                    "grounded": g,
+                    "completion": c,
+                }
+                for i, (s, g, c) in enumerate(zip(s_shown, s_grounded, flat))
+            ]
+            _write_jsonl(out / "samples.jsonl", rows)
+            s_scored.per_request.write_parquet(out / "per_request_sampled.parquet")
+            plot_metrics(
+                sampled, out / "metrics_sampled.png", title=f"{Path(model_dir).name}: {n} samples, {split}"
+            )
+            md += "\n" + metrics_markdown(
+                sampled, title=f"Sampled lists ({n} per request, T = {gen_cfg.temperature})"
+            )
+            md += (
+                f"\nDistinct grounded items per list: greedy {result['lists']['distinct_mean']:.2f}, "
+                f"sampled {sampled['lists']['distinct_mean']:.2f} (experiments.md, pitfall 1).\n"
+            )
+        result["generation"] = {"engine": gen.engine, **dataclasses.asdict(gen_cfg)}
+        _write_json(out / "metrics.json", result)
+        (out / "report.md").write_text(md)
     return result

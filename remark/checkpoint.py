@@ -13,8 +13,19 @@ DDP paths, by:
 - ``training_args.json`` (``TrainingArguments.to_dict()``).
 
 DeepSpeed and FSDP keep their own checkpoint formats (their engines write the optimizer shards); with
-them the mixin defers to ``transformers``. Resuming from a checkpoint written by plain ``transformers``
-still works: the mixin falls back to the parent loaders when its own files are absent.
+them the mixin defers to ``transformers``. Loading
+falls back to the parent loaders when the mixin's own files are absent.
+
+Completeness (remark's addition; ``transformers`` has none): ``checkpoint-N/checkpoint_complete.json`` is
+written last, after the model, optimizer, scheduler, RNG and trainer state of every process and the
+callbacks' ``on_save`` files (the group-size advice), once they are flushed to disk; it lists every
+file with its size. A folder without it, or whose files differ from it (truncated, missing), is
+incomplete: ``select_checkpoint`` skips it (saying why) and ``checkpoint_problem`` names what is wrong.
+Rotation (``save_total_limit``) runs after the marker and counts complete checkpoints only, newest by
+completion time; ``transformers`` rotates before the trainer state is even written and counts
+interrupted folders, so a crash at the wrong moment could leave no complete checkpoint, or keep an
+incomplete one in place of a complete one. Under rotation, incomplete folders are deleted (nothing can
+resume from them); without it they stay and every resume reports them.
 """
 
 from __future__ import annotations
@@ -22,17 +33,22 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
+from transformers import TrainerCallback
 
 OPTIMIZER_TENSORS = "optimizer.safetensors"
 OPTIMIZER_META = "optimizer.json"
 SCHEDULER_META = "scheduler.json"
 TRAINING_ARGS_JSON = "training_args.json"
+COMPLETE_MARKER = "checkpoint_complete.json"
+CHECKPOINT_PREFIX = "checkpoint-"
 
 
 def _jsonable(value: Any) -> Any:
@@ -140,8 +156,161 @@ def load_rng_state(directory: str | Path, *, world_size: int = 1, process_index:
     return True
 
 
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _files(folder: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != COMPLETE_MARKER
+    }
+
+
+def write_complete_marker(folder: str | Path, step: int) -> Path:
+    """Flush every file of ``folder`` to disk, then write its completion marker (atomically, last)."""
+    folder = Path(folder)
+    files = _files(folder)
+    for name in files:
+        _fsync(folder / name)
+    marker = folder / COMPLETE_MARKER
+    tmp = folder / f".{COMPLETE_MARKER}.tmp"
+    tmp.write_text(json.dumps({"step": step, "saved_at": time.time(), "files": files}, indent=1))
+    _fsync(tmp)
+    os.replace(tmp, marker)
+    _fsync(folder)
+    return marker
+
+
+def checkpoint_step(path: str | Path) -> int | None:
+    """N for a ``checkpoint-N`` folder name, else None."""
+    name = Path(path).name
+    tail = name[len(CHECKPOINT_PREFIX) :]
+    return int(tail) if name.startswith(CHECKPOINT_PREFIX) and tail.isdigit() else None
+
+
+def checkpoint_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a complete checkpoint (None when it is): what a user can check by hand."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return "not found" if not folder.exists() else "not a folder"
+    names = sorted(p.name for p in folder.iterdir())
+    if not names:
+        return "empty folder (the save was interrupted before anything was written)"
+    if COMPLETE_MARKER not in names:
+        held = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        return f"no {COMPLETE_MARKER}, the save was interrupted (it holds {held})"
+    try:
+        files = json.loads((folder / COMPLETE_MARKER).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{COMPLETE_MARKER} is unreadable"
+    for name, size in files.items():
+        f = folder / name
+        if not f.is_file():
+            return f"{name} is missing"
+        if f.stat().st_size != size:
+            return f"{name} has {f.stat().st_size} bytes, {size} when it was saved (truncated or changed)"
+    return None
+
+
+def find_checkpoints(output_dir: str | Path) -> list[Path]:
+    """The ``checkpoint-N`` folders of ``output_dir``, by N."""
+    root = Path(output_dir)
+    found = (
+        [p for p in root.glob(f"{CHECKPOINT_PREFIX}*") if checkpoint_step(p) is not None]
+        if root.is_dir()
+        else []
+    )
+    return sorted(found, key=checkpoint_step)
+
+
+def select_checkpoint(output_dir: str | Path) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """(the newest complete checkpoint or None, [(incomplete checkpoint, why)] newest first)."""
+    skipped = []
+    for path in reversed(find_checkpoints(output_dir)):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return path, skipped
+        skipped.append((path, problem))
+    return None, skipped
+
+
+def _saved_at(path: Path) -> float:
+    try:
+        return float(json.loads((path / COMPLETE_MARKER).read_text())["saved_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return float(checkpoint_step(path) or 0)
+
+
+def rotate_checkpoints(
+    output_dir: str | Path, limit: int | None, *, keep: str | Path | None = None
+) -> list[Path]:
+    """Keep the ``limit`` most recently completed checkpoints (and ``keep``, the best); delete the other
+    complete ones and every incomplete one. No-op without a positive limit. Returns what was deleted."""
+    if limit is None or limit <= 0:
+        return []
+    complete, deleted = [], []
+    for path in find_checkpoints(output_dir):
+        if checkpoint_problem(path) is None:
+            complete.append(path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+            deleted.append(path)
+    complete.sort(key=_saved_at)
+    protected = set(complete[-limit:]) | ({Path(keep)} if keep is not None else set())
+    for path in complete:
+        if path not in protected:
+            shutil.rmtree(path, ignore_errors=True)
+            deleted.append(path)
+    return deleted
+
+
+class _CompletionMarker(TrainerCallback):
+    """Runs last in ``on_save``: waits for every process, then marks the checkpoint complete and rotates."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+
+    def on_save(self, args, state, control, **kwargs):
+        folder = self.trainer._pending_checkpoint
+        if folder is None:
+            return
+        self.trainer._pending_checkpoint = None
+        self.trainer.accelerator.wait_for_everyone()  # each process's RNG state is in the folder
+        if args.should_save:
+            write_complete_marker(folder, state.global_step)
+            rotate_checkpoints(folder.parent, self.trainer._save_limit, keep=state.best_model_checkpoint)
+        self.trainer.accelerator.wait_for_everyone()
+
+
 class SafeCheckpointMixin:
     """Mix into a ``transformers.Trainer`` subclass (before the Trainer in the bases) to drop pickle."""
+
+    _pending_checkpoint: Path | None = None
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        """The parent's save, minus its rotation; the marker and the rotation follow in ``on_save``."""
+        folder = Path(self._get_output_dir(trial=trial)) / f"{CHECKPOINT_PREFIX}{self.state.global_step}"
+        if self.args.should_save:  # a re-save into the folder of an abandoned continuation
+            (folder / COMPLETE_MARKER).unlink(missing_ok=True)
+        marker = next((c for c in self.callback_handler.callbacks if isinstance(c, _CompletionMarker)), None)
+        if marker is None:
+            marker = _CompletionMarker(self)
+        else:
+            self.callback_handler.callbacks.remove(marker)
+        self.callback_handler.callbacks.append(marker)  # after every other on_save
+        self._save_limit = self.args.save_total_limit
+        self.args.save_total_limit = None
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self.args.save_total_limit = self._save_limit
+        self._pending_checkpoint = folder
 
     def _uses_engine_checkpoints(self) -> bool:
         return bool(getattr(self, "is_deepspeed_enabled", False) or getattr(self, "is_fsdp_enabled", False))

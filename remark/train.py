@@ -14,6 +14,14 @@ Grounding: the reward and the validation ground with the dataset's settings (``m
 printed, ``remark_config.json`` holds the settings used, ``train_summary.json["grounding"]`` what was used,
 what the dataset says and what was overridden.
 
+A new run refuses an ``output_dir`` that holds a previous run (its logs, eval tables, ``best/``,
+``final/``, checkpoints or summary), which it would otherwise mix with its own; ``overwrite=True``
+(``remark train --overwrite``) removes exactly those (:data:`RUN_OUTPUTS` and ``checkpoint-N/``) and
+nothing else (``assets/`` is kept: it is reused when its settings match). ``resume=True`` takes the
+newest *complete* checkpoint (``remark.checkpoint``), printing the incomplete ones it skipped; an
+explicit checkpoint that is incomplete, or no checkpoint at all, is an ``InputError``. ``best/`` and
+``final/`` are written whole and swapped in (``catalog.io.atomic_dir``).
+
 ``build_tiny`` (``configs/tiny_cpu.yaml``) first writes a synthetic pooled dataset, trains a tokenizer
 and a tiny Qwen2 model on its text, and SFT-warms it, under ``output_dir/assets``, so the run needs
 nothing but this package.
@@ -21,14 +29,32 @@ nothing but this package.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
-from catalog.io import atomic_write
+from catalog.io import atomic_dir, atomic_write
+from remark.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
 from remark.config import RemarkGRPOConfig
+
+#: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
+RUN_OUTPUTS = (
+    "eval_log.jsonl",
+    "eval",
+    "sampled",
+    "best",
+    "final",
+    "train_summary.json",
+    "stopped.json",
+    "remark_config.json",
+)
+#: the ``catalog.io.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.callbacks).
+FINAL_KIND = "train-final"
 
 TINY_DEFAULTS: dict[str, Any] = {
     "n_requests": 300,
@@ -106,10 +132,76 @@ def _valid_group_sizes(cfg: RemarkGRPOConfig, limit: int = 64) -> list[int]:
     return [g for g in range(2, limit + 1) if (requests * g) % per_step == 0]
 
 
-def latest_checkpoint(output_dir: str | Path) -> Path | None:
-    """The ``checkpoint-N`` directory with the largest N in ``output_dir`` (None when there is none)."""
-    found = [p for p in Path(output_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
+def previous_run(output_dir: str | Path) -> list[Path]:
+    """What an earlier run left in ``output_dir``: its :data:`RUN_OUTPUTS` and checkpoints."""
+    root = Path(output_dir)
+    found = [root / name for name in RUN_OUTPUTS if (root / name).exists()]
+    return found + find_checkpoints(root)
+
+
+def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool) -> list[Path]:
+    """Refuse (``InputError``) or clear a used ``output_dir`` before anything loads; returns what was removed.
+
+    The config alone (``remark_config.json``) is not a run: a run that crashed before its first step
+    may be started again.
+    """
+    if resume and overwrite:
+        raise InputError("--resume and --overwrite contradict each other", field="--overwrite")
+    found = previous_run(output_dir)
+    if resume or not [p for p in found if p.name != "remark_config.json"]:
+        return []
+    names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:8])
+    if not overwrite:
+        raise InputError(
+            f"output_dir holds a previous run ({names}{', ...' if len(found) > 8 else ''}); a new run "
+            "would mix its logs, eval tables and best/ with that run's",
+            path=output_dir,
+            field="output_dir",
+            hint="continue it with --resume, clear those files with --overwrite, or set another output_dir",
+        )
+    if int(os.environ.get("RANK", "0")) == 0:  # one process clears; torchrun's others find it done or empty
+        for path in found:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    return found
+
+
+def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path | None:
+    """The checkpoint to resume from: ``resume`` itself (a path, which must be complete) or, for True,
+    the newest complete one in ``output_dir``, printing the incomplete ones it skipped."""
+    if resume is None or resume is False:
+        return None
+    if resume is not True:
+        problem = checkpoint_problem(resume)
+        if problem is not None:
+            newest, _ = select_checkpoint(Path(resume).parent)
+            raise InputError(
+                f"cannot resume from this checkpoint: {problem}",
+                path=resume,
+                field="--resume",
+                hint=f"resume from {newest}, the newest complete one"
+                if newest is not None
+                else "pass --resume alone to take the newest complete checkpoint in output_dir",
+            )
+        return Path(resume)
+    chosen, skipped = select_checkpoint(output_dir)
+    main = int(os.environ.get("RANK", "0")) == 0
+    for path, why in skipped:
+        if main:
+            print(f"resume: skipped {path.name}: {why}")
+    if chosen is None:
+        raise InputError(
+            "no complete checkpoint to resume from"
+            + (f" ({len(skipped)} incomplete, listed above)" if skipped else " (there is no checkpoint-N)"),
+            path=output_dir,
+            field="--resume",
+            hint="start the run without --resume (checkpoints are written every save_steps)",
+        )
+    if main:
+        print(f"resume: from {chosen}")
+    return chosen
 
 
 def resume_group_size(cfg: RemarkGRPOConfig, checkpoint: Path) -> RemarkGRPOConfig:
@@ -147,9 +239,14 @@ def resume_group_size(cfg: RemarkGRPOConfig, checkpoint: Path) -> RemarkGRPOConf
 
 
 def run_training(
-    cfg: RemarkGRPOConfig, *, resume: str | bool | None = None, callbacks: Sequence[Any] = ()
+    cfg: RemarkGRPOConfig,
+    *,
+    resume: str | bool | None = None,
+    callbacks: Sequence[Any] = (),
+    overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Train with ``cfg``; ``resume`` is a checkpoint path, True (the latest in output_dir) or None.
+    """Train with ``cfg``; ``resume`` is a checkpoint path, True (the newest complete one in output_dir)
+    or None; ``overwrite`` clears a previous run's files from output_dir first (see the module docstring).
 
     ``callbacks`` are extra ``transformers.TrainerCallback``s (progress bars, custom logging), added after
     the ones the config asks for (validation, divergence guard, group-size advisor).
@@ -161,13 +258,17 @@ def run_training(
     from remark.data import training_dataset
     from remark.trainer import RemarkGRPOTrainer
 
+    removed = prepare_output_dir(cfg.output_dir, resume=bool(resume), overwrite=overwrite)
+    if removed and int(os.environ.get("RANK", "0")) == 0:
+        print(
+            f"overwrite: removed the previous run's {', '.join(p.name for p in removed)} from {cfg.output_dir}"
+        )
+    ckpt = resume_checkpoint(cfg.output_dir, resume)
     if cfg.build_tiny is not None:
         data_dir, model_dir = build_tiny_assets(cfg)
         cfg.data_dir, cfg.model_name_or_path = str(data_dir), str(model_dir)
-    if resume is not None and cfg.group_size_profile is not None:
-        ckpt = latest_checkpoint(cfg.output_dir) if resume is True else Path(resume)
-        if ckpt is not None:
-            cfg = resume_group_size(cfg, ckpt)
+    if ckpt is not None and cfg.group_size_profile is not None:
+        cfg = resume_group_size(cfg, ckpt)
     if not cfg.data_dir or not cfg.model_name_or_path:
         raise InputError(
             "data_dir and model_name_or_path are required", field="data_dir", hint="or use build_tiny"
@@ -236,8 +337,8 @@ def run_training(
     if trainer.accelerator.is_main_process:
         with atomic_write(out / "remark_config.json") as tmp:
             tmp.write_text(cfg.to_json_string())
-    trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(str(out / "final"))
+    trainer.train(resume_from_checkpoint=None if ckpt is None else str(ckpt))
+    _save_final(trainer, tokenizer, out / "final")
     summary = {
         "output_dir": str(out),
         "global_step": trainer.state.global_step,
@@ -255,7 +356,22 @@ def run_training(
     if (out / "stopped.json").is_file():
         summary["stopped"] = json.loads((out / "stopped.json").read_text())
     if trainer.accelerator.is_main_process:
-        tokenizer.save_pretrained(str(out / "final"))
         with atomic_write(out / "train_summary.json") as tmp:
             tmp.write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _save_final(trainer: Any, tokenizer: Any, dest: Path) -> None:
+    """Model and tokenizer into one temporary folder (the same on every process), swapped in as ``dest``."""
+    acc = trainer.accelerator
+    writing = atomic_dir(dest, FINAL_KIND, force=True) if acc.is_main_process else contextlib.nullcontext()
+    with writing as tmp:
+        target = [None if tmp is None else str(tmp)]
+        if acc.num_processes > 1:
+            from accelerate.utils import broadcast_object_list
+
+            broadcast_object_list(target)
+        trainer.save_model(target[0])
+        if acc.is_main_process:
+            tokenizer.save_pretrained(target[0])
+        acc.wait_for_everyone()

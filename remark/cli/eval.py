@@ -106,6 +106,14 @@ def _score_flags(p: argparse.ArgumentParser) -> None:
     _ci_flags(p)
 
 
+def _force_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out even if it is a folder this command did not write (never an input)",
+    )
+
+
 def _config(args: argparse.Namespace):
     from eval.bootstrap import BootstrapConfig
 
@@ -147,14 +155,25 @@ def add_parser(subparsers: Any) -> None:
     )
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.add_argument(
-        "--out", type=Path, default=None, help="also write metrics.json and per_request.parquet here"
+        "--out",
+        type=Path,
+        default=None,
+        help="also write metrics.json, per_request.parquet, report.md and metrics.png here (one folder, "
+        "swapped in once complete; new, empty, or an earlier `eval score --out`)",
     )
+    _force_flag(s)
     s.set_defaults(func=run_score)
 
     r = sub.add_parser("run", help="generate lists with a model, score them, write predictions/metrics/plots")
     r.add_argument("--model", type=Path, required=True, help="model directory (save_pretrained)")
     r.add_argument("--data", type=Path, required=True, help="prepared dataset directory")
-    r.add_argument("--out", type=Path, required=True, help="output directory")
+    r.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="output directory (one folder, swapped in once complete; new, empty, or an earlier `eval run`)",
+    )
+    _force_flag(r)
     r.add_argument("--num-samples", type=int, default=0, help="sampled lists per request besides greedy")
     r.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
     r.add_argument("--top-p", type=float, default=1.0, help="nucleus mass for samples (default 1.0)")
@@ -272,12 +291,16 @@ def _score_file(args: argparse.Namespace, predictions: Path, data: Path):
 
 
 def run_score(args: argparse.Namespace) -> int:
+    from catalog.io import check_output_dir
     from eval.report import metrics_markdown
-    from eval.run import write_score_outputs
+    from eval.run import SCORE_KIND, write_score_outputs
 
+    inputs = [args.data, args.predictions]
+    if args.out is not None:  # refused before scoring, not after
+        check_output_dir(args.out, SCORE_KIND, inputs=inputs, force=args.force)
     result, scored = _score_file(args, args.predictions, args.data)
     if args.out is not None:
-        write_score_outputs(args.out, result, scored.per_request)
+        write_score_outputs(args.out, result, scored.per_request, inputs=inputs, force=args.force)
     _grounding_notes(result)
     _emit(result, args, metrics_markdown(result, title=f"{args.predictions.name} ({args.split})"))
     return 0
@@ -314,6 +337,7 @@ def run_run(args: argparse.Namespace) -> int:
         views=args.views,
         config=_config(args),
         limit=args.limit,
+        force=args.force,
     )
     md = metrics_markdown(result, title=f"{args.model.name}: greedy ({args.split})")
     _grounding_notes(result)
@@ -331,6 +355,9 @@ def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
 
     lists = args.lists or "greedy"
     if path.is_dir():
+        from catalog.io import output_kind
+        from eval.run import RUN_KIND, SCORE_KIND
+
         name, part = LISTS[lists]
         table = path / name
         if not table.is_file():
@@ -340,6 +367,13 @@ def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
                 else "pass an `remark eval run` or `remark eval score --out` output dir"
             )
             raise InputError(f"no {name} here ({lists} lists)", path=path, hint=hint)
+        if output_kind(path) not in (RUN_KIND, SCORE_KIND):
+            raise InputError(
+                f"not a folder written by `remark eval run` or `eval score --out` (no output marker), so its "
+                f"{name} and metrics.json may come from different runs",
+                path=path,
+                hint=f"re-run the evaluation into a new folder, or pass the {name} file itself",
+            )
         meta = path / "metrics.json"
         result = json.loads(meta.read_text()) if meta.is_file() else {}
         settings = (result.get(part, {}) if part else result).get("settings", {})

@@ -68,7 +68,17 @@ def add_parser(subparsers) -> None:
         "test=2022-12 (Rank-GRPO's Reddit-v2 split; also spelled reddit-v2)",
     )
     p.add_argument("--skip-bad-rows", action="store_true", help="drop bad rows and count them in stats.json")
-    p.add_argument("--out", type=Path, required=True, help="output directory (replaced atomically)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="output directory: new, empty, or an earlier `remark prep` output (replaced atomically)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out even if it is a folder remark prep did not write (never an input)",
+    )
     p.add_argument("--json", action="store_true", help="print stats as JSON")
     p.set_defaults(func=run)
 
@@ -99,16 +109,24 @@ def parse_fractions(text: str) -> list[tuple[str, float]]:
 
 def run_synthetic(args: argparse.Namespace) -> int:
     """``remark prep synthetic``: the embedded world, pooled and written like any other source."""
+    from catalog.io import check_output_dir
+    from data_prep.dataset import DATASET_KIND
     from data_prep.synthetic import build_dataset
 
     if args.input:
         raise InputError("the synthetic source takes no --input", field="--input", hint="drop --input")
     from catalog.match import GroundingSettings
 
+    check_output_dir(args.out, DATASET_KIND, force=args.force)
     grounding = GroundingSettings().with_overrides(requested_grounding(args))
     try:
         ds = build_dataset(
-            args.out, n_requests=args.n_requests, n_items=args.n_items, seed=args.seed, grounding=grounding
+            args.out,
+            n_requests=args.n_requests,
+            n_items=args.n_items,
+            seed=args.seed,
+            grounding=grounding,
+            force=args.force,
         )
     except ValueError as err:
         raise InputError(str(err), field="--n-requests/--n-items", hint="see `remark prep --help`") from err
@@ -122,9 +140,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"source {args.source!r} needs --input", field="--input", hint="pass --input PATH (repeatable)"
         )
+    from catalog.io import check_output_dir
     from catalog.match import GroundingSettings, Matcher
     from catalog.table import load_catalog
-    from data_prep.dataset import write_dataset
+    from data_prep.dataset import DATASET_KIND, write_dataset
     from data_prep.pool import SplitSpec, pool_threads
     from data_prep.readers import combine, read_source
     from data_prep.schema import SPLIT_ALIASES, Report
@@ -145,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         spec = SplitSpec(tuple(parse_fractions(args.split_fractions)), seed=args.split_seed, by_time=by_time)
     except ValueError as err:
         raise InputError(str(err), field="--split-fractions") from err
+    sources = [parse_input(text)[1] for text in args.input] + [args.catalog]
+    check_output_dir(args.out, DATASET_KIND, inputs=sources, force=args.force)  # before any reading
     report = Report(skip=args.skip_bad_rows)
     parts, splits, inputs = [], [], []
     for text in args.input:
@@ -176,7 +197,9 @@ def run(args: argparse.Namespace) -> int:
         "split_seed": None if by_time else spec.seed,
         "split_by_time": by_time.spec if by_time else None,
     }
-    ds = write_dataset(args.out, pooled, catalog, meta, grounding=grounding, report=report)
+    ds = write_dataset(
+        args.out, pooled, catalog, meta, grounding=grounding, report=report, inputs=sources, force=args.force
+    )
     return _report(args, ds)
 
 

@@ -5,7 +5,8 @@ Examples::
     remark train --config configs/tiny_cpu.yaml                 # builds its own data and model, CPU
     remark train --recipe dapo --config configs/recipes/runs/tiny_cpu.yaml   # a GRPO-family recipe
     remark train --config configs/remark.yaml --set max_steps=500 learning_rate=2e-6
-    remark train --config configs/remark.yaml --resume            # latest checkpoint in output_dir
+    remark train --config configs/remark.yaml --resume            # newest complete checkpoint in output_dir
+    remark train --config configs/remark.yaml --overwrite         # clear the previous run in output_dir first
     accelerate launch --config_file configs/accelerate/multi_gpu.yaml -m remark.cli.main train --config ...
 
 The config is validated before any model loads; errors name the field and what to change.
@@ -57,7 +58,14 @@ def add_parser(subparsers) -> None:
         const="latest",
         default=None,
         metavar="CHECKPOINT",
-        help="resume from a checkpoint dir (default: the latest in output_dir)",
+        help="resume from a checkpoint dir (default: the newest complete one in output_dir; incomplete ones "
+        "are skipped and listed)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start afresh in an output_dir that holds a previous run: first remove exactly that run's files "
+        "(logs, eval tables, best/, final/, checkpoints, summaries; assets/ and anything else stay)",
     )
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.set_defaults(func=run)
@@ -77,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     cfg = composed.config
     resume = True if args.resume == "latest" else args.resume
-    summary = run_training(cfg, resume=resume)
+    summary = run_training(cfg, resume=resume, overwrite=args.overwrite)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

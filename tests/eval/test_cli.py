@@ -47,6 +47,7 @@ def test_score_json_hand_computed(tiny_dataset, tmp_path, capsys):
     assert set(out["union"]["recall@1"]) == {"mean", "ci_low", "ci_high"}
     assert out["warnings"] == {"empty_lists": 1} and out["settings"]["compact"] is True
     assert {p.name for p in (tmp_path / "scored").iterdir()} == {
+        ".remark-output.json",
         "metrics.json",
         "per_request.parquet",
         "report.md",

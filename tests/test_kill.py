@@ -1,0 +1,125 @@
+"""``kill -9`` during ``remark prep`` and ``remark eval score --out`` leaves the previous complete output
+(or, killed between the two renames of the swap, nothing, which the next write restores); the next run
+cleans the dead run's temporary folder and writes normally. Checkpoint kills: tests/remark/test_resume.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from catalog.io import OUTPUT_MARKER, clean_stale
+from remark.cli.main import main
+from tests.eval.conftest import write_tiny_dataset
+from tests.killable import run_and_kill
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def prep_argv(out: Path, seed: int) -> list[str]:
+    return [
+        "prep",
+        "synthetic",
+        "--out",
+        str(out),
+        "--n-requests",
+        "30",
+        "--n-items",
+        "20",
+        "--seed",
+        str(seed),
+    ]
+
+
+def test_prep_killed_mid_write_leaves_the_previous_dataset(tmp_path, capsys):
+    out = tmp_path / "ds"
+    assert main(prep_argv(out, 0)) == 0
+    before = snapshot(out)
+    # killed after 2 of the 3 parquet files of the new dataset (seed 1) were written
+    run_and_kill(tmp_path / "ready", "parquet:2", prep_argv(out, 1))
+    assert snapshot(out) == before
+    (stale,) = leftovers(tmp_path)
+    assert stale.startswith(".ds.") and stale.endswith(".tmp")
+    assert {p.name for p in (tmp_path / stale).iterdir()} == {"requests.parquet", "responder_rows.parquet"}
+    # the next run removes the dead run's folder and writes the new dataset
+    assert main(prep_argv(out, 1)) == 0
+    assert leftovers(tmp_path) == []
+    after = snapshot(out)
+    assert set(after) == set(before) and after["requests.parquet"] != before["requests.parquet"]
+
+
+def test_prep_killed_mid_swap_leaves_nothing_and_the_next_write_restores_it(tmp_path, capsys):
+    out = tmp_path / "ds"
+    assert main(prep_argv(out, 0)) == 0
+    before = snapshot(out)
+    run_and_kill(tmp_path / "ready", "swap:ds", prep_argv(out, 1))
+    assert not out.exists()  # nothing at ds: the old dataset is moved aside, the new one not yet in
+    names = leftovers(tmp_path)
+    assert sorted(n[-4:] for n in names) == [".old", ".tmp"]
+    removed, restored = sorted(clean_stale(out))
+    assert removed.startswith("removed") and restored.startswith("restored")
+    assert snapshot(out) == before
+    assert leftovers(tmp_path) == []
+
+
+def predictions(path: Path, lists: dict[str, list[str]]) -> Path:
+    path.write_text(
+        "".join(json.dumps({"request_id": r, "recommendations": x}) + "\n" for r, x in lists.items())
+    )
+    return path
+
+
+LISTS = {
+    "r1": ["Contact", "Arrival (2016)"],
+    "r2": ["Inception", "The Matrix"],
+    "r3": ["Moon"],
+    "r4": ["Arrival", "Interstellar"],
+}
+
+
+def score_argv(data: Path, preds: Path, out: Path, *extra: str) -> list[str]:
+    ci = ["--resamples", "200", "--ci-method", "percentile"]
+    return ["eval", "score", "--data", str(data), "--predictions", str(preds), "--out", str(out), *ci, *extra]
+
+
+def test_eval_score_killed_mid_write_keeps_the_previous_scores_whole(tmp_path, capsys):
+    data = write_tiny_dataset(tmp_path / "data")
+    out = tmp_path / "scored"
+    first = predictions(tmp_path / "a.jsonl", LISTS)
+    assert main(score_argv(data, first, out, "--k", "1", "2", "--json")) == 0
+    before = snapshot(out)
+    assert set(before) == {OUTPUT_MARKER, "metrics.json", "per_request.parquet", "report.md", "metrics.png"}
+    # a second scoring of other lists, killed after metrics.json and per_request.parquet of the new run
+    # were written (report.md and the plot were not): the folder still holds the first run only
+    second = predictions(tmp_path / "b.jsonl", {r: list(reversed(x)) for r, x in LISTS.items()})
+    run_and_kill(tmp_path / "ready", "parquet:1", score_argv(data, second, out, "--k", "1", "2"))
+    assert snapshot(out) == before
+    assert json.loads((out / "metrics.json").read_text())["settings"]["predictions"] == str(first)
+    # compare reads the surviving folder: the first run against itself differs by exactly 0
+    capsys.readouterr()
+    assert main(["eval", "compare", str(out), str(out), "--k", "1", "--resamples", "200", "--json"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["union"]["recall@1"]["mean"] == 0.0
+    # the next scoring cleans up and replaces the folder whole
+    assert main(score_argv(data, second, out, "--k", "1", "2")) == 0
+    assert [p for p in leftovers(tmp_path) if p.endswith((".tmp", ".old"))] == []
+    assert json.loads((out / "metrics.json").read_text())["settings"]["predictions"] == str(second)
+
+
+def test_eval_score_killed_mid_swap_is_restored_whole(tmp_path, capsys):
+    data = write_tiny_dataset(tmp_path / "data")
+    out = tmp_path / "scored"
+    assert main(score_argv(data, predictions(tmp_path / "a.jsonl", LISTS), out, "--k", "1")) == 0
+    before = snapshot(out)
+    run_and_kill(
+        tmp_path / "ready", "swap:scored", score_argv(data, tmp_path / "a.jsonl", out, "--k", "1", "2")
+    )
+    assert not out.exists()
+    clean_stale(out)  # what the next write does first
+    assert snapshot(out) == before
+    assert leftovers(tmp_path) == []
