@@ -7,6 +7,7 @@ import json
 import polars as pl
 import pytest
 
+from catalog.io import OUTPUT_MARKER
 from remark.cli.main import main
 from tests.eval.test_steps import KEY, write_run
 
@@ -25,6 +26,7 @@ def eval_dir(root, greedy, sampled=None):
         pl.DataFrame({"request_id": ids, UNION1: sampled}).write_parquet(root / "per_request_sampled.parquet")
         metrics["sampled"] = {"settings": {**settings, "lists": "4 samples at temperature 1.0"}}
     (root / "metrics.json").write_text(json.dumps(metrics))
+    (root / OUTPUT_MARKER).write_text(json.dumps({"kind": "eval-run"}))  # as atomic_dir marks it
     return root
 
 
