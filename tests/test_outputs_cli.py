@@ -6,6 +6,7 @@ earlier output). ``remark eval compare`` refuses a folder without an output mark
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,31 +18,39 @@ from tests.data_prep.test_pool import ROWS
 from tests.eval.conftest import write_tiny_dataset
 
 
-@pytest.fixture
-def world(tmp_path):
-    """Inputs for both commands, a foreign folder, and one earlier output of each command."""
-    (tmp_path / "in").mkdir()
-    w = {
-        "threads": write_jsonl(tmp_path / "in" / "threads.jsonl", ROWS),
-        "catalog": write_catalog_csv(tmp_path / "in" / "cat.csv"),
-        "data": write_tiny_dataset(tmp_path / "data"),
-        "preds": tmp_path / "preds.jsonl",
-        "mine": tmp_path / "mine",
-        "in": tmp_path / "in",
-    }
-    w["preds"].write_text(
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """Inputs for both commands, a foreign folder, and one earlier output of each command (built once)."""
+    root = tmp_path_factory.mktemp("outputs")
+    (root / "in").mkdir()
+    write_jsonl(root / "in" / "threads.jsonl", ROWS)
+    write_catalog_csv(root / "in" / "cat.csv")
+    write_tiny_dataset(root / "data")
+    (root / "preds.jsonl").write_text(
         "".join(
             json.dumps({"request_id": r, "recommendations": ["Moon"]}) + "\n"
             for r in ("r1", "r2", "r3", "r4")
         )
     )
-    w["mine"].mkdir()
-    (w["mine"] / "notes.txt").write_text("my notes")
-    w["old_prep"] = tmp_path / "ds"
+    (root / "mine").mkdir()
+    (root / "mine" / "notes.txt").write_text("my notes")
+    w = paths(root)
     assert main(prep(w, w["old_prep"])) == 0
-    w["old_score"] = tmp_path / "scored"
     assert main(score(w, w["old_score"])) == 0
-    return w
+    return root
+
+
+def paths(root: Path) -> dict[str, Path]:
+    names = {"threads": "in/threads.jsonl", "catalog": "in/cat.csv", "data": "data", "preds": "preds.jsonl"}
+    names |= {"mine": "mine", "in": "in", "old_prep": "ds", "old_score": "scored"}
+    return {k: root / v for k, v in names.items()}
+
+
+@pytest.fixture
+def world(template, tmp_path):
+    """A fresh copy of the template in ``tmp_path`` (the markers travel with the folders)."""
+    shutil.copytree(template, tmp_path, dirs_exist_ok=True)
+    return paths(tmp_path)
 
 
 def prep(w, out, *extra):
