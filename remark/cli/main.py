@@ -1,16 +1,35 @@
-"""``remark`` console script: a thin dispatcher over subcommand modules.
+"""``remark`` console script: a thin dispatcher over subcommand modules, and the one error boundary.
 
 Each module listed in :data:`COMMANDS` defines ``add_parser(subparsers)``, which registers its
 subcommand and sets ``func`` (a callable taking the parsed ``argparse.Namespace`` and returning an exit
 code). Modules import heavy libraries (torch, transformers, trl) inside ``func`` only, so ``remark --help``
 stays fast. Library code never reads ``sys.argv``; everything here only orchestrates.
+
+The error boundary (:func:`main`) decides what a failure looks like. Bad input is found where it enters
+(readers, config validation, argument types) and raised as ``catalog.errors.InputError`` naming the
+file, row and field; the boundary only prints it. Exit statuses:
+
+- ``0``: done;
+- ``2``: the user's input is wrong (a file, a config field, a flag): one line
+  ``remark CMD: error: FILE, row N, field 'F': what is wrong (what to do)``, no traceback. Bad flags
+  (argparse) also exit 2, with the usage line. An ``OSError`` that names a file (permission denied, not a
+  directory, disk full) is the user's environment, not a bug: reported the same way. ``REMARK_DEBUG=1``
+  adds the traceback to these, for whoever debugs the check itself;
+- ``1``: a bug in remark (any other exception). A bug is not the user's fault and its traceback is what a
+  report needs, so the full traceback is printed to stderr as Python prints it, followed by one line
+  saying that this is an internal error and not a problem with the input;
+- ``130``: interrupted (Ctrl-C), one line, no traceback. A closed stdout (``remark ... | head``) ends
+  quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
+import traceback
 
 from catalog.errors import InputError
 from remark import __version__
@@ -31,12 +50,21 @@ COMMANDS: dict[str, str] = {
     "demo": "remark.cli.demo",
 }
 
+#: exit statuses (see the module docstring)
+EXIT_OK, EXIT_BUG, EXIT_USER, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+EPILOG = (
+    "exit status: 0 done; 2 bad input (the message names the file, row and field, and what to do); "
+    "1 an internal error (a bug: its traceback is printed); 130 interrupted."
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="remark",
         description="Rank-level RL for LLM recommenders: build pooled datasets, train ReMaRk / Rank-GRPO, "
         "evaluate with CIs, plan compute.",
+        epilog=EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"remark {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -45,17 +73,66 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(args: argparse.Namespace) -> str:
+    """``prep`` or ``eval score``: the words a user typed, for the message prefix."""
+    words = [args.command]
+    for key in ("eval_command", "curve_command", "data_command"):
+        if getattr(args, key, None):
+            words.append(getattr(args, key))
+    return " ".join(words)
+
+
+def _os_error_message(err: OSError) -> str:
+    where = ", ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
+    return f"{where}: {err.strerror or type(err).__name__}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run ``remark`` with ``argv`` (default ``sys.argv[1:]``) and return the exit status (never raises)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help / --version (0) or a bad flag (2, usage printed)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USER
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 1
+    name = f"remark {_command(args)}"
+    debug = os.environ.get("REMARK_DEBUG", "") not in ("", "0")
     try:
         return int(args.func(args) or 0)
     except InputError as err:
-        print(f"remark {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        if debug:
+            traceback.print_exc()
+        print(f"{name}: error: {err}", file=sys.stderr)
+        return EXIT_USER
+    except KeyboardInterrupt:
+        print(f"\n{name}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout was closed by the reader (`| head`): stop quietly, and keep Python's exit-time flush quiet
+        with contextlib.suppress(OSError, ValueError):  # in-process callers may have replaced stdout
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1  # as Python itself exits on EPIPE
+    except OSError as err:
+        if err.filename is None:
+            return _bug(name)
+        if debug:
+            traceback.print_exc()
+        print(f"{name}: error: {_os_error_message(err)}", file=sys.stderr)
+        return EXIT_USER
+    except Exception:
+        return _bug(name)
+
+
+def _bug(name: str) -> int:
+    traceback.print_exc()
+    print(
+        f"{name}: internal error: the traceback above is a bug in remark, not a problem with your input; "
+        "please report it with the command you ran",
+        file=sys.stderr,
+    )
+    return EXIT_BUG
 
 
 if __name__ == "__main__":
