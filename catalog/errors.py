@@ -11,7 +11,10 @@ from os import PathLike
 
 
 class InputError(ValueError):
-    """Bad input from the user (a file, a config, a CLI flag)."""
+    """Bad input from the user (a file, a config, a CLI flag).
+
+    ``message`` is what is wrong, without the place; ``str(err)`` is the whole line a user sees.
+    """
 
     def __init__(
         self,

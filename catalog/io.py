@@ -41,6 +41,7 @@ from pathlib import Path
 import polars as pl
 
 from catalog.errors import InputError
+from catalog.text import decode_utf8
 
 __all__ = [
     "OUTPUT_MARKER",
@@ -320,12 +321,15 @@ def atomic_dir(
 def iter_jsonl(path: str | os.PathLike[str], *, hint: str | None = None) -> Iterator[tuple[int, dict]]:
     """Non-blank lines of a JSON-lines file as ``(1-based line number, object)``.
 
-    A line that is not valid JSON, or not a JSON object, raises ``InputError`` naming the file and line
-    (with ``hint``, e.g. the expected format).
+    A missing file, a line that is not UTF-8, not valid JSON or not a JSON object raises ``InputError``
+    naming the file and line (with ``hint``, e.g. the expected format).
     """
     p = Path(path)
-    with p.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
+    if not p.is_file():
+        raise InputError("file not found", path=p, hint=hint)
+    with p.open("rb") as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            line = decode_utf8(raw, p, line_offset=line_no - 1)
             if not line.strip():
                 continue
             try:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from catalog.errors import InputError
 from remark.cli.grounding import add_grounding_flags, print_notes, requested_grounding
@@ -56,12 +55,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _read_input(path: str | None) -> str:
+    from catalog.text import decode_utf8, read_text
+
     if path is None or path == "-":
-        return sys.stdin.read()
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("input file not found", path=p, hint="check the path, or pipe the input on stdin")
-    return p.read_text(encoding="utf-8")
+        stdin = getattr(sys.stdin, "buffer", None)  # in-process callers may pass a text stream
+        return decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read()
+    return read_text(path, what="input file", hint="check the path, or pipe the input on stdin")
 
 
 def _completions(text: str, path: str | None) -> list[str]:
