@@ -16,6 +16,7 @@ from typing import Any
 
 from catalog.errors import InputError
 from catalog.io import iter_jsonl
+from remark.cli.args import positive_int
 from remark.cli.grounding import add_grounding_flags, print_notes, requested_grounding
 
 
@@ -39,7 +40,7 @@ def add_parser(subparsers) -> None:
         help="sample K distinct items per list from the training split's union counts",
     )
     p.add_argument("--group-size", type=int, default=8, help="G, lists per request (default 8)")
-    p.add_argument("--k", type=int, default=20, help="K, scored ranks (default 20)")
+    p.add_argument("--k", type=positive_int, default=20, help="K, scored ranks (default 20)")
     p.add_argument(
         "--scale",
         choices=["group", "batch", "none"],
@@ -53,7 +54,7 @@ def add_parser(subparsers) -> None:
         help="split whose union counts make the popularity prior (default train)",
     )
     p.add_argument(
-        "--batch-size", type=int, default=48, help="requests per batch (batch scaling; default 48)"
+        "--batch-size", type=positive_int, default=48, help="requests per batch (batch scaling; default 48)"
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the popularity policy (default 0)")
     add_grounding_flags(p, from_dataset=True)
@@ -142,8 +143,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.group_size < 2:
         raise InputError(f"--group-size {args.group_size}", field="group-size", hint="use 2 or more")
-    if args.k < 1:
-        raise InputError(f"--k {args.k}", field="k", hint="use 1 or more")
     ds = load_dataset(args.dataset)
     requests = ds.requests
     if args.split is not None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
+from remark.cli.args import nonneg_int, open_unit, positive_float, positive_int
 from remark.cli.grounding import add_grounding_flags, requested_grounding
 
 DEFAULT_KS = [5, 10, 15, 20]
@@ -174,15 +175,21 @@ def add_parser(subparsers: Any) -> None:
         help="output directory (one folder, swapped in once complete; new, empty, or an earlier `eval run`)",
     )
     _force_flag(r)
-    r.add_argument("--num-samples", type=int, default=0, help="sampled lists per request besides greedy")
-    r.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
-    r.add_argument("--top-p", type=float, default=1.0, help="nucleus mass for samples (default 1.0)")
+    r.add_argument(
+        "--num-samples", type=nonneg_int, default=0, help="sampled lists per request besides greedy"
+    )
+    r.add_argument(
+        "--temperature", type=positive_float, default=1.0, help="sampling temperature (default 1.0)"
+    )
+    r.add_argument("--top-p", type=open_unit, default=1.0, help="nucleus mass for samples (default 1.0)")
     r.add_argument("--gen-seed", type=int, default=0, help="sampling seed (default 0)")
     r.add_argument("--engine", choices=["auto", "transformers", "vllm"], default="auto", help="default auto")
-    r.add_argument("--batch-size", type=int, default=16, help="prompts per generate call (default 16)")
-    r.add_argument("--max-new-tokens", type=int, default=320, help="completion cap (default 320)")
+    r.add_argument(
+        "--batch-size", type=positive_int, default=16, help="prompts per generate call (default 16)"
+    )
+    r.add_argument("--max-new-tokens", type=positive_int, default=320, help="completion cap (default 320)")
     r.add_argument("--device", default=None, help="torch device (default cuda if available, else cpu)")
-    r.add_argument("--limit", type=int, default=None, help="first N requests of the split only")
+    r.add_argument("--limit", type=positive_int, default=None, help="first N requests of the split only")
     _score_flags(r)
     r.add_argument("--json", action="store_true", help="print metrics.json")
     r.set_defaults(func=run_run)
@@ -248,7 +255,7 @@ def add_parser(subparsers: Any) -> None:
         "--targets", type=Path, required=True, help="ProtoQA answer file (e.g. dev.crowdsourced.jsonl)"
     )
     pe.add_argument("--predictions", type=Path, required=True, help="ProtoQA prediction file")
-    pe.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 10])
+    pe.add_argument("--k", type=positive_int, nargs="+", default=[1, 3, 5, 10])
     pe.add_argument("--json", action="store_true")
     pe.set_defaults(func=run_protoqa_evaluator)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from catalog.errors import InputError
 from remark.cli.grounding import add_grounding_flags, print_notes, requested_grounding

@@ -11,6 +11,7 @@ import argparse
 import json
 
 from catalog.errors import InputError
+from remark.cli.args import positive_float
 
 DEFAULT_CANDIDATES = "2,4,6,8,12,16,24,32,48,64"
 
@@ -25,7 +26,7 @@ def add_parser(subparsers) -> None:
         "--pass-rates", required=True, help="parquet or JSON lines (remark diagnose --pass-rates-out)"
     )
     p.add_argument(
-        "--memory-budget", type=float, required=True, metavar="GB", help="peak memory budget in GB"
+        "--memory-budget", type=positive_float, required=True, metavar="GB", help="peak memory budget in GB"
     )
     p.add_argument("--candidates", default=DEFAULT_CANDIDATES, help="comma-separated G (default %(default)s)")
     p.add_argument(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from remark.cli.args import positive_float, positive_int, probability
+
 
 def add_parser(subparsers) -> None:
     from remark.sft import TARGETS
@@ -24,14 +26,16 @@ def add_parser(subparsers) -> None:
     p.add_argument("--model", required=True, help="base model dir (or hub id when online)")
     p.add_argument("--out", type=Path, required=True, help="where the warmed model is saved")
     p.add_argument("--targets", choices=TARGETS, default="union", help="how target lists are built")
-    p.add_argument("--k", type=int, default=20, help="items per target list (default 20)")
-    p.add_argument("--hit-prob", type=float, default=0.3, help="noisy targets: chance a slot is a true item")
-    p.add_argument("--copies", type=int, default=1, help="target draws per request")
+    p.add_argument("--k", type=positive_int, default=20, help="items per target list (default 20)")
+    p.add_argument(
+        "--hit-prob", type=probability, default=0.3, help="noisy targets: chance a slot is a true item"
+    )
+    p.add_argument("--copies", type=positive_int, default=1, help="target draws per request")
     p.add_argument("--split", default="train")
-    p.add_argument("--lr", type=float, default=5e-5, help="learning rate (Rank-GRPO: 5e-5, cosine)")
-    p.add_argument("--epochs", type=float, default=1.0)
+    p.add_argument("--lr", type=positive_float, default=5e-5, help="learning rate (Rank-GRPO: 5e-5, cosine)")
+    p.add_argument("--epochs", type=positive_float, default=1.0)
     p.add_argument("--max-steps", type=int, default=-1)
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=positive_int, default=8)
     p.add_argument("--cpu", action="store_true", help="train on CPU (fp32)")
     p.add_argument("--bf16", action="store_true", help="bf16 mixed precision (GPU)")
     p.add_argument("--seed", type=int, default=0)
