@@ -86,6 +86,13 @@ def build_tiny_assets(cfg: RemarkGRPOConfig) -> tuple[Path, Path]:
             field="build_tiny",
             hint=f"valid: {sorted(TINY_DEFAULTS)}",
         )
+    for key, default in TINY_DEFAULTS.items():  # each value has its default's type (checked before building)
+        value = opts[key]
+        if type(value) is not type(default) and not (type(default) is float and type(value) is int):
+            raise InputError(
+                f"build_tiny.{key} = {value!r} is not {type(default).__name__} like its default {default!r}",
+                field="build_tiny",
+            )
     root = Path(cfg.output_dir) / "assets"
     data_dir, base_dir, sft_dir = root / "data", root / "base_model", root / "sft_model"
     stamp = root / "build.json"
@@ -255,9 +262,11 @@ def run_training(
 
     from data_prep.dataset import choose_grounding, load_dataset
     from remark.callbacks import DivergenceGuard, ValidationCallback
+    from remark.config import validate_paths
     from remark.data import training_dataset
     from remark.trainer import RemarkGRPOTrainer
 
+    validate_paths(cfg, skip=("data_dir", "model_name_or_path") if cfg.build_tiny is not None else ())
     removed = prepare_output_dir(cfg.output_dir, resume=bool(resume), overwrite=overwrite)
     if removed and int(os.environ.get("RANK", "0")) == 0:
         print(

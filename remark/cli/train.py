@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.config is None and args.recipe is None:
         raise InputError("give --config FILE, --recipe NAME, or both", field="--config")
-    composed = compose_config(args.recipe, args.config, parse_overrides(args.set))
+    composed = compose_config(args.recipe, args.config, parse_overrides(args.set), check_paths=True)
     for line in composed.report():
         print(line, file=sys.stderr)
     cfg = composed.config

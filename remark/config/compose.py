@@ -56,11 +56,14 @@ def compose_config(
     recipe: str | Path | None,
     config_path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
+    *,
+    check_paths: bool = False,
 ) -> Composed:
     """Recipe fields, then the config file, then ``overrides``; validated (``remark.config.load_config``).
 
     ``recipe`` None uses the config file's own ``recipe:`` key if it has one. A config file naming a
-    different recipe than ``recipe`` is an error. Raises ``InputError`` before any model loads.
+    different recipe than ``recipe`` is an error. Raises ``InputError`` before any model loads;
+    ``check_paths`` also checks that the dataset and model the config names exist (``remark.config.paths``).
     """
     overrides = dict(overrides or {})
     file_values = read_config_values(config_path) if config_path is not None else {}
@@ -87,7 +90,8 @@ def compose_config(
             value, by = overrides[key], "--set"
         if by is not None:
             overridden.append(Override(key, recipe_value, value, by))
-    cfg = load_config(config_path, overrides, base=base)
+    origin = rec.path if rec is not None else None
+    cfg = load_config(config_path, overrides, base=base, base_origin=origin, check_paths=check_paths)
     return Composed(cfg, rec, overridden, _notes(cfg, rec))
 
 

@@ -9,12 +9,14 @@ by ``remark.config.compose``.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
 from remark.config.fields import RemarkGRPOConfig
+from remark.config.paths import validate_paths
 
 
 def check_field_names(keys: Any, path: str | Path | None = None) -> None:
@@ -39,13 +41,20 @@ def config_field_names() -> list[str]:
 
 def read_config_values(path: str | Path) -> dict[str, Any]:
     """The mapping of fields in a flat YAML config file (not yet validated); errors name the file and line."""
+    return _read_config(path)[0]
+
+
+def _read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """(the file's mapping, the 1-based line of each top-level key)."""
     import yaml
 
+    from catalog.text import read_text
+
     path = Path(path)
-    if not path.is_file():
-        raise InputError("config file not found", path=path)
+    text = read_text(path, what="config file")
     try:
-        loaded = yaml.safe_load(path.read_text())
+        loaded = yaml.safe_load(text)
+        node = yaml.compose(text)
     except yaml.YAMLError as err:
         line = getattr(getattr(err, "problem_mark", None), "line", None)
         raise InputError(f"not valid YAML: {err}", path=path, row=None if line is None else line + 1) from err
@@ -53,7 +62,11 @@ def read_config_values(path: str | Path) -> dict[str, Any]:
         loaded = {}
     if not isinstance(loaded, dict):
         raise InputError("expected a mapping of config fields at the top level", path=path)
-    return loaded
+    lines = {}
+    for key, _ in getattr(node, "value", None) or []:
+        if isinstance(getattr(key, "value", None), str):
+            lines.setdefault(key.value, key.start_mark.line + 1)
+    return loaded, lines
 
 
 def load_config(
@@ -61,23 +74,73 @@ def load_config(
     overrides: dict[str, Any] | None = None,
     *,
     base: dict[str, Any] | None = None,
+    base_origin: str | Path | None = None,
+    check_paths: bool = False,
 ) -> RemarkGRPOConfig:
     """Read a flat YAML file of ``RemarkGRPOConfig`` fields (plus ``overrides``) and validate it.
 
-    ``base`` (a recipe's fields, ``remark.recipes``) comes first, the file on top, ``overrides`` last.
-    Unknown keys are an error naming the file and suggesting the closest field.
+    ``base`` (a recipe's fields, ``remark.recipes``; read from ``base_origin``) comes first, the file on
+    top, ``overrides`` (``--set``) last. Unknown keys are an error naming the file (or ``--set``) and
+    suggesting the closest field. Every error on a field says where its value came from: the file and
+    line, ``--set``, or the recipe file. ``check_paths`` also checks the dataset and model paths
+    (``remark.config.paths``; ``remark train`` does, before anything loads).
     """
     values: dict[str, Any] = dict(base or {})
+    file_values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    overrides = dict(overrides or {})
     if path is not None:
         path = Path(path)
-        values.update(read_config_values(path))
-    values.update(overrides or {})
-    check_field_names(values, path)
+        file_values, lines = _read_config(path)
+        check_field_names(file_values, path)
+        values.update(file_values)
+    check_field_names(overrides, "--set")
+    check_field_names(base or {}, base_origin)
+    values.update(overrides)
+
+    def origin(name: str) -> tuple[str | None, int | None]:
+        if name in overrides:
+            return "--set", None
+        if name in file_values:
+            return str(path), lines.get(name)
+        if name in (base or {}):
+            return None if base_origin is None else str(base_origin), None
+        return None, None
+
+    user_keys = [k for k in values if k in overrides or k in file_values]
     try:
-        return RemarkGRPOConfig(**values)
+        cfg = RemarkGRPOConfig(**values)
+        if check_paths:
+            skip = ("data_dir", "model_name_or_path") if cfg.build_tiny is not None else ()
+            validate_paths(cfg, skip=skip)
+        return cfg
     except InputError as err:
-        if path is not None and err.path is None:
-            raise InputError(str(err), path=path) from err
-        raise
-    except (TypeError, ValueError) as err:
-        raise InputError(str(err), path=path) from err
+        raise _located(err, origin, user_keys) from err
+    except (TypeError, ValueError) as err:  # TRL's and transformers' own checks
+        raise _located(InputError(str(err)), origin, user_keys) from err
+
+
+def _located(err: InputError, origin: Any, user_keys: list[str]) -> InputError:
+    """``err`` naming where the value of its field came from (file and line, ``--set``, the recipe).
+
+    Errors without a field (TRL's own checks) name the user-set fields their message mentions.
+    """
+    if err.field is not None:
+        where, line = origin(err.field)
+        if where is None:
+            return err
+        # a path-valued field (data_dir, a profile): the error's path is the value; name it in the message
+        message = err.message if err.path is None else f"{err.path}: {err.message}"
+        return InputError(message, path=where, row=line, field=err.field, hint=err.hint)
+    if err.path is not None:
+        return err
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", err.message))
+    named = [k for k in user_keys if k in words]
+    if not named:
+        return err
+    places = []
+    for key in named:
+        where, line = origin(key)
+        places.append(f"{key} from {where}" + (f" line {line}" if line else ""))
+    hint = "; ".join(places) if err.hint is None else f"{err.hint}; " + "; ".join(places)
+    return InputError(err.message, hint=hint)

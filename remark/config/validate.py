@@ -14,6 +14,8 @@ from typing import Any
 
 from catalog.errors import InputError
 from catalog.match import MATCH_MODES, GroundingSettings
+from remark.config.fieldtypes import check_field_types
+from remark.config.ranges import check_ranges
 
 SAMPLING_MODES = ("uniform", "per_responder")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
@@ -34,10 +36,15 @@ def _choice(name: str, value: Any, valid: tuple[str, ...] | list[str]) -> None:
 
 
 def validate_remark_fields(cfg: Any) -> None:
-    """Check the rank-level fields and their combinations; raise ``InputError`` saying what to change."""
+    """Check every field's type (``remark.config.fieldtypes``; numeric strings are converted in place) and
+    range (``remark.config.ranges``), then the rank-level fields and their combinations; raise
+    ``InputError`` naming the field and saying what to change.
+    """
     import remark.algos  # noqa: F401  (registers the reward schemes)
     from remark.algos import END_SHAPINGS, registry
 
+    check_field_types(cfg)
+    check_ranges(cfg)
     _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))
     _choice("advantage_scaling", cfg.advantage_scaling, registry.names("scale"))
     _choice("segmentation", cfg.segmentation, registry.names("segmentation"))
