@@ -328,6 +328,42 @@ def normalize_prompt(df: pl.DataFrame, report: Report, path: str | None = None) 
     return df.with_columns(pl.col("_messages").alias("prompt")).drop("_messages", "_problem")
 
 
+def check_column_types(df: pl.DataFrame, path: str | None = None) -> None:
+    """Typed inputs (parquet): a column of lists or structs where scalars belong (or the reverse) is an
+    error naming the column, before any cast turns it into a polars traceback or a stringified list.
+    """
+    nested = (pl.List, pl.Array, pl.Struct)
+    for name in ("request_id", "responder_id", "title", "year", "split"):
+        if name in df.columns and isinstance(df.schema[name], nested):
+            raise InputError(
+                f"the column holds {df.schema[name]} values; expected one scalar per row",
+                path=path,
+                field=name,
+                hint="write one value per row (a string, or a number for year)",
+            )
+    seen = df.schema.get("seen")
+    if seen is not None and not (seen == pl.String or seen == pl.Null or _string_list(seen)):
+        raise InputError(
+            f"the column holds {seen} values; expected a list of titles",
+            path=path,
+            field="seen",
+            hint='write a list of strings, e.g. ["Arrival (2016)"], or "|"-separated titles',
+        )
+    prompt = df.schema.get("prompt")
+    if prompt is not None and not (
+        prompt == pl.String or (isinstance(prompt, pl.List) and isinstance(prompt.inner, pl.Struct))
+    ):
+        raise InputError(
+            f"the column holds {prompt} values; expected text or a list of {{role, content}} messages",
+            path=path,
+            field="prompt",
+        )
+
+
+def _string_list(dtype: pl.DataType) -> bool:
+    return isinstance(dtype, pl.List) and (dtype.inner == pl.String or dtype.inner == pl.Null)
+
+
 def validate_threads(df: pl.DataFrame, path: str | None = None, report: Report | None = None) -> pl.DataFrame:
     """Check and cast a threads frame to :data:`THREADS_SCHEMA` (plus provenance columns, if any).
 
@@ -346,6 +382,7 @@ def validate_threads(df: pl.DataFrame, path: str | None = None, report: Report |
                 field=name,
                 hint="a threads file needs request_id, prompt, responder_id, title and optionally year, seen, split",
             )
+    check_column_types(df, path)
     df = normalize_prompt(df, report, path)
     if "year" not in df.columns:
         df = df.with_columns(pl.lit(None, pl.String).alias("year"))

@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from catalog.errors import InputError
 from data_prep.readers.protoqa import read_protoqa
 from data_prep.readers.reddit import read_reddit
 from data_prep.readers.redial import read_redial
 from data_prep.readers.threads import read_threads
 from data_prep.schema import Report, Threads
 
-__all__ = ["SOURCES", "combine", "read_protoqa", "read_reddit", "read_redial", "read_source", "read_threads"]
+__all__ = [
+    "SOURCES",
+    "check_not_empty",
+    "combine",
+    "read_protoqa",
+    "read_reddit",
+    "read_redial",
+    "read_source",
+    "read_threads",
+]
 
 #: source name -> (domain, what it reads)
 SOURCES: dict[str, tuple[str, str]] = {
@@ -41,16 +51,47 @@ def read_source(
 ) -> Threads:
     """Read ``path`` with the reader for ``source``; ``domain`` overrides the source's default."""
     if source not in SOURCES:
-        raise ValueError(f"unknown source {source!r}; valid: {', '.join(SOURCES)}")
+        raise InputError(f"unknown source {source!r}", field="source", hint=f"valid: {', '.join(SOURCES)}")
     report = report or Report()
     dom = domain or SOURCES[source][0]
+    skipped_before = sum(report.skipped.values())
     if source == "protoqa":
-        return read_protoqa(path, items=items, report=report)  # type: ignore[arg-type]
-    if source.startswith("reddit"):
-        return read_reddit(path, domain=dom, source=source, report=report)
-    if source == "redial":
-        return read_redial(path, report=report)
-    return read_threads(path, domain=dom, report=report)
+        threads = read_protoqa(path, items=items, report=report)  # type: ignore[arg-type]
+    elif source.startswith("reddit"):
+        threads = read_reddit(path, domain=dom, source=source, report=report)
+    elif source == "redial":
+        threads = read_redial(path, report=report)
+    else:
+        threads = read_threads(path, domain=dom, report=report)
+    check_not_empty(threads, path, report, skipped_before)
+    return threads
+
+
+def check_not_empty(threads: Threads, path: str | Path, report: Report, skipped_before: int = 0) -> None:
+    """An input that yields no mention is an error, never an empty dataset written with exit 0.
+
+    Says why: the file has no rows (empty, or a CSV header only), every row was bad and skipped
+    (``--skip-bad-rows``, with the counts and the first message), or the source dropped every record
+    (ReDial conversations without a recommendation).
+    """
+    if threads.frame.height:
+        return
+    skipped = sum(report.skipped.values()) - skipped_before
+    dropped = threads.meta.get("dropped") or {}
+    if skipped:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(report.skipped.items()))
+        first = next(iter(report.examples.values()), None)
+        raise InputError(
+            f"every row was bad: {skipped} row(s) skipped ({counts}), nothing left to prepare",
+            path=path,
+            hint=f"the first: {first}" if first else None,
+        )
+    if dropped:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(dropped.items()))
+        raise InputError(f"no record holds a request: all dropped ({counts})", path=path)
+    raise InputError(
+        "no rows: the file is empty (or a header only)", path=path, hint="check that this is the right file"
+    )
 
 
 def combine(parts: list[Threads], *, splits: list[str | None] | None = None) -> Threads:
@@ -71,7 +112,11 @@ def combine(parts: list[Threads], *, splits: list[str | None] | None = None) -> 
     ]
     included = {p.meta["instruction_included"] for p in parts}
     if len(included) > 1:
-        raise ValueError("inputs disagree on instruction_included; prepare them separately")
+        raise InputError(
+            "the inputs disagree on whether their prompts already include the instruction",
+            field="--input",
+            hint="prepare them separately",
+        )
     meta = dict(parts[0].meta)
     meta["has_years"] = any(p.meta["has_years"] for p in parts)
     cats = [p.catalog for p in parts if p.catalog is not None]

@@ -58,10 +58,78 @@ def _parse_line(raw: bytes) -> tuple[Any, str | None]:
     return obj, None
 
 
-def read_json_lines_frame(path: str | Path, fields: list[str], report: Report) -> pl.DataFrame:
+#: JSON kinds a field may have: a key of :data:`KINDS` for each field a reader checks
+Kinds = dict[str, tuple[str, ...]]
+#: candidate test on the field's text as polars renders it when read as a string (nested values become
+#: JSON text, numbers and booleans their literal); the real kind is then read from the line itself
+KINDS: dict[str, pl.Expr] = {
+    "list": pl.col("_t").str.starts_with("["),
+    "object": pl.col("_t").str.starts_with("{"),
+    "number": pl.col("_t").str.contains(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$"),
+    "boolean": pl.col("_t").is_in(["true", "false"]),
+}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {list: "list", dict: "object", str: "string"}.get(
+        type(value), "null" if value is None else "other"
+    )
+
+
+def check_json_kinds(
+    df: pl.DataFrame, lines: list[bytes], kinds: Kinds, report: Report, path: str | Path
+) -> pl.DataFrame:
+    """Report rows whose JSON value has a kind its field does not allow (a title that is a list, a
+    ``seen`` that is a number): the string read would otherwise take ``["Moon"]`` or ``5`` as text.
+
+    Vectorised: the text of each field selects the few rows that *could* hold a wrong kind, and only
+    those lines are parsed again to read the value's real kind (a string "[REC]" stays a title).
+    """
+    for name, allowed in kinds.items():
+        if name not in df.columns:
+            continue
+        text = pl.col(name).str.strip_chars().alias("_t")
+        suspect = pl.any_horizontal(
+            [expr for kind, expr in KINDS.items() if kind not in allowed] or [pl.lit(False)]
+        )
+        rows = df.select(text, "row").filter(suspect.fill_null(False))["row"].to_list()
+        wrong = {}
+        for row in rows:
+            found = _kind(json.loads(lines[row - 1]).get(name))
+            if found not in allowed and found != "null":
+                wrong[row] = found
+        if not wrong:
+            continue
+        want = " or ".join(allowed)
+        df = df.with_columns(
+            pl.col("row").replace_strict(wrong, default=None, return_dtype=pl.String).alias("_kind")
+        )
+        df = flag_rows(
+            df,
+            pl.col("_kind").is_not_null(),
+            report,
+            reason=f"bad_type_{name}",
+            field=name,
+            message=f"is a JSON {{text}}, expected a {want}",
+            path=str(path),
+            show="_kind",
+            hint=SKIP_HINT,
+        ).drop("_kind")
+    return df
+
+
+def read_json_lines_frame(
+    path: str | Path, fields: list[str], report: Report, *, kinds: Kinds | None = None
+) -> pl.DataFrame:
     """A JSON-lines file -> frame with ``fields`` as strings (nested values as JSON text) + file, row.
 
-    Absent keys read as null (callers report them as missing fields).
+    Absent keys read as null (callers report them as missing fields). ``kinds`` names the JSON kinds
+    (``string``, ``number``, ``list``, ``object``, ``boolean``) each field may have; a value of another
+    kind is a bad row (:func:`check_json_kinds`).
     """
     path = Path(path)
     _check_exists(path)
@@ -92,20 +160,23 @@ def read_json_lines_frame(path: str | Path, fields: list[str], report: Report) -
             if good
             else pl.DataFrame(schema=schema)
         )
-    return df.with_columns(pl.lit(str(path)).alias("file"), pl.Series("row", line_nos, dtype=pl.UInt32))
+    df = df.with_columns(pl.lit(str(path)).alias("file"), pl.Series("row", line_nos, dtype=pl.UInt32))
+    return check_json_kinds(df, lines, kinds, report, path) if kinds else df
 
 
-def read_rows(path: str | Path, fields: list[str], report: Report) -> pl.DataFrame:
+def read_rows(
+    path: str | Path, fields: list[str], report: Report, *, kinds: Kinds | None = None
+) -> pl.DataFrame:
     """Read JSON lines, CSV/TSV or parquet (by extension) with provenance columns ``file`` and ``row``.
 
-    JSON lines read ``fields`` as strings; CSV cells are strings and ``row`` counts the header as row 1,
+    JSON lines read ``fields`` as strings, with the JSON kinds of ``kinds`` checked; CSV cells are strings and ``row`` counts the header as row 1,
     as a spreadsheet shows it; parquet keeps its types and ``row`` is the 1-based row index. CSV and
     parquet are read by ``catalog.io.read_table``.
     """
     path = Path(path)
     fmt = table_format(path)
     if fmt in ("jsonl", "json"):
-        return read_json_lines_frame(path, fields, report)
+        return read_json_lines_frame(path, fields, report, kinds=kinds)
     df = read_table(path, format=fmt, infer_schema=False)
     first_row = 2 if fmt in ("csv", "tsv") else 1
     return df.with_columns(
@@ -119,8 +190,15 @@ def parse_string_list(df: pl.DataFrame, col: str, report: Report, path: str | Pa
     values (``A (1999)|B``, handy in CSV); null and "" are the empty list. Parsed once per distinct value.
     """
     dtype = df.schema[col]
-    if isinstance(dtype, pl.List):
+    if isinstance(dtype, pl.List) and not isinstance(dtype.inner, pl.List | pl.Struct | pl.Array):
         return df.with_columns(pl.col(col).cast(pl.List(pl.String)).fill_null([]))
+    if dtype not in (pl.String, pl.Null):  # a typed input (parquet) with numbers or nested lists here
+        raise InputError(
+            f"the column holds {dtype} values; expected a list of titles",
+            path=path,
+            field=col,
+            hint='write a list of strings, e.g. ["Arrival (2016)", "Moon (2009)"], or A|B',
+        )
     df = df.with_columns(pl.col(col).cast(pl.String))
     uniq = df.select(pl.col(col).unique().drop_nulls())[col].to_list()
     values, problems = [], []

@@ -128,16 +128,24 @@ def _question(obj: dict, path, line_no: int, items: Items, report: Report):
         hint = "fix the question, or pass --skip-bad-rows to skip it"
         report.bad(InputError(message, path=path, row=line_no, field=field, hint=hint), reason=reason)
 
-    qid = (obj.get("metadata") or {}).get("id")
-    question = obj.get("question") or {}
-    text = question.get("normalized") or question.get("original")
-    answers = obj.get("answers")
+    metadata, question, answers = obj.get("metadata"), obj.get("question"), obj.get("answers")
+    for value, name in ((metadata, "metadata"), (question, "question"), (answers, "answers")):
+        if value is not None and not isinstance(value, dict):
+            return bad(f"{name} must be a JSON object, found {_kind(value)}", name, "bad_type")
+    qid = (metadata or {}).get("id")
+    text = (question or {}).get("normalized") or (question or {}).get("original")
     if not isinstance(qid, str) or not qid.strip():
         return bad("missing question id", "metadata.id", "missing_field")
     if not isinstance(text, str) or not text.strip():
         return bad("missing question text", "question.normalized", "missing_field")
-    if not isinstance(answers, dict) or not (answers.get("raw") or answers.get("clusters")):
+    if not answers or not (answers.get("raw") or answers.get("clusters")):
         return bad("no answers (test files hold questions only)", "answers", "missing_field")
+    for name, shape in (("raw", "{answer: count}"), ("clusters", "{cluster id: {count, answers}}")):
+        if answers.get(name) is not None and not isinstance(answers[name], dict):
+            found = _kind(answers[name])
+            return bad(
+                f"answers.{name} must be a JSON object {shape}, found {found}", f"answers.{name}", "bad_type"
+            )
     clusters = answers.get("clusters") or {}
     item_of: dict[str, str] = {}  # this question's answer string -> its cluster's item
     pairs = []
@@ -165,6 +173,14 @@ def _question(obj: dict, path, line_no: int, items: Items, report: Report):
     if sum(c for _, c in out) == 0:
         return bad("no respondent gave an answer", "answers.raw", "empty_responder")
     return qid.strip(), text.strip(), out, pairs if items == "clusters" else []
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind as a user wrote it: "a list", "a string", "a number"."""
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {list: "a list", dict: "an object", str: "a string", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _catalog(answers: pl.DataFrame, clusters: pl.DataFrame):

@@ -42,6 +42,17 @@ from data_prep.schema import (
 GT = "groundtruth_with_release_year"
 FIELDS = ["prompt", "seen_titles", GT, "request_id", "responder_id", "split", "timestamp", "created_utc"]
 TIME_FIELDS = ("timestamp", "created_utc")
+#: the JSON kinds each field may have in JSON lines
+KINDS = {
+    "prompt": ("list", "string"),
+    "seen_titles": ("list", "string"),
+    GT: ("list",),
+    "request_id": ("string", "number"),
+    "responder_id": ("string", "number"),
+    "split": ("string",),
+    "timestamp": ("number", "string"),
+    "created_utc": ("number", "string"),
+}
 
 
 def request_ids_from_prompts(prompts: pl.Series, prefix: str = "rq-") -> pl.Series:
@@ -72,7 +83,7 @@ def read_reddit(
         raise ValueError(f"unknown domain {domain!r}; valid: {list(DOMAINS)}")
     report = report or Report()
     path_s = str(path)
-    df = read_rows(path, FIELDS, report)
+    df = read_rows(path, FIELDS, report, kinds=KINDS)
     for name in (GT, "prompt"):
         if name not in df.columns:
             raise InputError(f"missing column; found {df.columns}", path=path, field=name)

@@ -20,6 +20,17 @@ from data_prep.readers._io import parse_string_list, read_rows, split_years_from
 from data_prep.schema import DOMAINS, Report, Threads, flag_rows, validate_threads
 
 FIELDS = ["request_id", "prompt", "responder_id", "title", "year", "seen", "split", "timestamp"]
+#: the JSON kinds each field may have in JSON lines (ids and titles may be numbers: "1917", 42)
+KINDS = {
+    "request_id": ("string", "number"),
+    "prompt": ("string", "list"),
+    "responder_id": ("string", "number"),
+    "title": ("string", "number"),
+    "year": ("number", "string"),
+    "seen": ("list", "string"),
+    "split": ("string",),
+    "timestamp": ("number", "string"),
+}
 
 
 def read_threads(path: str | Path, *, domain: str = "movie", report: Report | None = None) -> Threads:
@@ -27,7 +38,7 @@ def read_threads(path: str | Path, *, domain: str = "movie", report: Report | No
     if domain not in DOMAINS:
         raise ValueError(f"unknown domain {domain!r}; valid: {list(DOMAINS)}")
     report = report or Report()
-    df = read_rows(path, FIELDS, report)
+    df = read_rows(path, FIELDS, report, kinds=KINDS)
     if "seen" in df.columns:
         df = parse_string_list(df, "seen", report, path)
     frame = validate_threads(df, str(path), report)

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from catalog.errors import InputError
+from remark.cli.args import positive_int
 from remark.cli.grounding import add_grounding_flags, requested_grounding
 
 SPLIT_PREFIXES = ("train", "valid", "test", "val", "validation", "dev")
@@ -46,8 +47,8 @@ def add_parser(subparsers) -> None:
         help="input file (required except for synthetic); repeat for several; prefix with train=, valid= or "
         "test= to set their split",
     )
-    p.add_argument("--n-requests", type=int, default=400, help="synthetic: requests (default 400)")
-    p.add_argument("--n-items", type=int, default=48, help="synthetic: catalog items (default 48)")
+    p.add_argument("--n-requests", type=positive_int, default=400, help="synthetic: requests (default 400)")
+    p.add_argument("--n-items", type=positive_int, default=48, help="synthetic: catalog items (default 48)")
     p.add_argument("--seed", type=int, default=0, help="synthetic: seed (default 0)")
     p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
     p.add_argument("--items", choices=["raw", "clusters"], default="raw", help="ProtoQA items (default raw)")
@@ -160,8 +161,9 @@ def run(args: argparse.Namespace) -> int:
                 field="--split-by-time",
                 hint=f"e.g. {PRESETS['reddit-v2']} (or {', '.join(PRESETS)})",
             ) from err
+    fractions = tuple(parse_fractions(args.split_fractions))
     try:
-        spec = SplitSpec(tuple(parse_fractions(args.split_fractions)), seed=args.split_seed, by_time=by_time)
+        spec = SplitSpec(fractions, seed=args.split_seed, by_time=by_time)
     except ValueError as err:
         raise InputError(str(err), field="--split-fractions") from err
     sources = [parse_input(text)[1] for text in args.input] + [args.catalog]
@@ -184,6 +186,12 @@ def run(args: argparse.Namespace) -> int:
         )
     matcher = Matcher(catalog, grounding)
     pooled = pool_threads(threads, matcher, split=spec, report=report)
+    if pooled.height == 0:  # every input had rows (read_source checks), so pooling removed them all
+        raise InputError(
+            "no request left after pooling",
+            path=", ".join(str(i["path"]) for i in inputs),
+            hint=_skipped(report),
+        )
     meta = {
         "source": threads.meta["source"],
         "domain": args.domain or threads.meta["domain"],
@@ -219,4 +227,14 @@ def _report(args: argparse.Namespace, ds) -> int:
     else:
         print(f"wrote {args.out} ({ds.requests.height} requests, {ds.responder_rows.height} responder rows)")
         print(format_stats(stats))
+        skipped = (stats.get("prep") or {}).get("skipped") or {}
+        if skipped:
+            first = next(iter((stats["prep"].get("skipped_examples") or {}).values()), "")
+            print(f"warning: {sum(skipped.values())} bad row(s) skipped; the first: {first}")
     return 0
+
+
+def _skipped(report) -> str | None:
+    if not report.skipped:
+        return None
+    return "rows skipped: " + ", ".join(f"{k} {v}" for k, v in sorted(report.skipped.items()))
