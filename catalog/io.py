@@ -380,6 +380,8 @@ def read_table(
         if fmt == "jsonl":
             return pl.read_ndjson(p, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
+        if fmt != "parquet" and "utf-8" in str(err).lower():
+            decode_utf8(p.read_bytes(), p)  # raises, naming the line and column of the first bad byte
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(f"cannot read as {fmt}: {first}", path=p, hint="check the file's format") from err
     raise InputError(f"unknown table format {fmt!r}", path=p, hint="use csv, tsv, parquet, json or jsonl")

@@ -20,6 +20,7 @@ import polars as pl
 from catalog.errors import InputError
 from catalog.io import read_table, table_format
 from catalog.normalize import split_title_year
+from catalog.text import utf8_error
 from data_prep.schema import Report, flag_rows
 
 SKIP_HINT = "fix or delete the line, or pass --skip-bad-rows to skip it"
@@ -50,9 +51,10 @@ def iter_json_lines(path: str | Path, report: Report) -> Iterator[tuple[int, dic
 def _parse_line(raw: bytes) -> tuple[Any, str | None]:
     try:
         obj = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        msg = getattr(err, "msg", str(err))
-        return None, f"not valid JSON ({msg}); each line must be one JSON object"
+    except UnicodeDecodeError as err:
+        return None, utf8_error(raw, err, None).message
+    except json.JSONDecodeError as err:
+        return None, f"not valid JSON ({err.msg}); each line must be one JSON object"
     if not isinstance(obj, dict):
         return None, f"expected a JSON object, found {type(obj).__name__}"
     return obj, None
@@ -93,9 +95,10 @@ def check_json_kinds(
         if name not in df.columns:
             continue
         text = pl.col(name).str.strip_chars().alias("_t")
-        suspect = pl.any_horizontal(
-            [expr for kind, expr in KINDS.items() if kind not in allowed] or [pl.lit(False)]
-        )
+        other = pl.any_horizontal([e for kind, e in KINDS.items() if kind not in allowed] or [pl.lit(False)])
+        # any text may be a string; without "string" allowed, text that looks like no allowed kind is suspect
+        fits = pl.any_horizontal([KINDS[kind] for kind in allowed if kind in KINDS] or [pl.lit(False)])
+        suspect = other if "string" in allowed else other | ~fits
         rows = df.select(text, "row").filter(suspect.fill_null(False))["row"].to_list()
         wrong = {}
         for row in rows:

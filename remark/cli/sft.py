@@ -44,8 +44,10 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from data_prep.dataset import load_dataset
+    from remark.config import check_model_path
     from remark.sft import SFTSettings, run_sft
 
+    check_model_path(args.model, "--model")
     ds = load_dataset(args.data)
     settings = SFTSettings(
         targets=args.targets, k=args.k, hit_prob=args.hit_prob, copies=args.copies, seed=args.seed

@@ -56,8 +56,11 @@ def _read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
         loaded = yaml.safe_load(text)
         node = yaml.compose(text)
     except yaml.YAMLError as err:
-        line = getattr(getattr(err, "problem_mark", None), "line", None)
-        raise InputError(f"not valid YAML: {err}", path=path, row=None if line is None else line + 1) from err
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        where = f" at column {mark.column + 1}" if mark is not None else ""
+        row = None if mark is None else mark.line + 1
+        raise InputError(f"not valid YAML: {problem}{where}", path=path, row=row) from err
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):

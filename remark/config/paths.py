@@ -24,7 +24,7 @@ from catalog.errors import InputError
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 #: one of these makes a directory loadable by AutoTokenizer
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model", "spiece.model")
-MODEL_HINT = "pass a directory written by save_pretrained (config.json, weights, tokenizer files)"
+MODEL_HINT = "pass a directory written by save_pretrained: config.json, weights and tokenizer files"
 
 
 def offline() -> bool:
