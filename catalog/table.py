@@ -359,4 +359,6 @@ def load_catalog(
             path=p,
             hint="use csv, tsv, parquet, json, jsonl, entity2id or redial",
         )
+    if df.height == 0:  # every title would ground to nothing, silently
+        raise InputError("the catalog has no items (an empty file or a header only)", path=p)
     return Catalog.from_frame(df, path=p, on_duplicate=on_duplicate)
