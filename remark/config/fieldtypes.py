@@ -13,7 +13,9 @@ Coercions, on purpose and only where the intent is unambiguous:
   (``train_split: 2020``).
 
 Booleans are never numbers here (``num_ranks: true`` is an error, although Python's ``bool`` is an ``int``).
-Annotations this module does not know (a class of TRL's, such as ``ParallelismConfig``) accept anything.
+Annotations this module does not know (a class of TRL's, such as ``ParallelismConfig``) accept anything,
+and so do values that are not YAML's kinds (objects built by code: ``__post_init__`` runs again on a
+config copied with ``dataclasses.replace`` after transformers turned ``accelerator_config`` into its class).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any
 
 from catalog.errors import InputError
 
+#: what a YAML file or ``--set`` can produce; anything else was built by code and is not checked here
+JSON_TYPES = (str, int, float, bool, list, tuple, dict, type(None))
 _NUMBER = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 _INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 
@@ -50,6 +54,8 @@ def conform(value: Any, tp: Any, *, coerce: bool = True) -> tuple[bool, Any]:
 
     Union members are tried without coercion first, so ``int | str`` keeps the string ``"5"``.
     """
+    if not isinstance(value, JSON_TYPES):
+        return True, value  # an object built by code (transformers turns dicts into its config classes)
     members = _members(tp)
     if members is not None:
         enums = [m for m in members if isinstance(m, type) and issubclass(m, enum.Enum)]
