@@ -118,20 +118,25 @@ def load_config(
             validate_paths(cfg, skip=skip)
         return cfg
     except InputError as err:
-        raise _located(err, origin, user_keys) from err
+        raise _located(err, origin, user_keys, path) from err
     except (TypeError, ValueError) as err:  # TRL's and transformers' own checks
-        raise _located(InputError(str(err)), origin, user_keys) from err
+        raise _located(InputError(str(err)), origin, user_keys, path) from err
 
 
-def _located(err: InputError, origin: Any, user_keys: list[str]) -> InputError:
+def _located(err: InputError, origin: Any, user_keys: list[str], path: Path | None) -> InputError:
     """``err`` naming where the value of its field came from (file and line, ``--set``, the recipe).
 
-    Errors without a field (TRL's own checks) name the user-set fields their message mentions.
+    Errors without a field (TRL's own checks) name the user-set fields their message mentions; an error
+    on a field nobody set (a default) names the config file ``path``, where the fix goes.
     """
     if err.field is not None:
         where, line = origin(err.field)
         if where is None:
-            return err
+            return (
+                err
+                if path is None or err.path is not None
+                else InputError(err.message, path=path, field=err.field, hint=err.hint)
+            )
         # a path-valued field (data_dir, a profile): the error's path is the value; name it in the message
         message = err.message if err.path is None else f"{err.path}: {err.message}"
         return InputError(message, path=where, row=line, field=err.field, hint=err.hint)
@@ -140,7 +145,7 @@ def _located(err: InputError, origin: Any, user_keys: list[str]) -> InputError:
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", err.message))
     named = [k for k in user_keys if k in words]
     if not named:
-        return err
+        return err if path is None else InputError(err.message, path=path, hint=err.hint)
     places = []
     for key in named:
         where, line = origin(key)
