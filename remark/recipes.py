@@ -1,7 +1,8 @@
 """Named GRPO-family recipes: one YAML per variant in ``configs/recipes``, composed under a run config.
 
 A recipe sets the *loss family* only (loss type, ratio level, clipping, aggregation, baseline and
-scaling, filters, KL, importance-sampling corrections: :data:`LOSS_FAMILY_FIELDS`); the reward scheme,
+scaling, filters, KL, importance-sampling corrections, and the token map: segmentation, end shaping and
+the token penalties; :data:`LOSS_FAMILY_FIELDS`); the reward scheme,
 sampling, model, data and batch come from the run config, so every recipe runs with ReMaRk's union
 rewards or Rank-GRPO's responder rewards alike. A recipe file::
 
@@ -29,7 +30,7 @@ from catalog.errors import InputError
 
 RECIPE_DIR = Path(__file__).resolve().parent / "configs" / "recipes"
 
-#: Fields a recipe may set: how the loss is built from the rank advantages, never what is trained on.
+#: Fields a recipe may set: how the loss is built from the rank rewards, never what is trained on.
 LOSS_FAMILY_FIELDS = frozenset(
     {
         "loss_type",
@@ -65,6 +66,13 @@ LOSS_FAMILY_FIELDS = frozenset(
         "truncation",
         "mask_truncated_completions",
         "top_entropy_quantile",
+        # the token map: how the rank advantages reach the tokens (remark.algos.tokens)
+        "segmentation",
+        "end_shaping",
+        "overflow_penalty",
+        "filler_penalty",
+        "eos_complete_bonus",
+        "eos_early_penalty",
     }
 )
 #: Fields whose effect needs a changing policy between generation and update (importance ratios).

@@ -189,13 +189,16 @@ def group_advantages(rewards_RK, *, baseline="mean", scale="group"):
     return out
 
 
-def assert_rank_advantages(out, expected_RK, rows=None):
-    """Every ranked token of row r, rank k < K carries expected_RK[r, k]."""
+def assert_rank_advantages(out, expected_RK, rows=None, end_id=None):
+    """Every ranked token of row r, rank k < K carries expected_RK[r, k] (end tokens ``end_id`` aside)."""
     adv, rank, mask = out["advantages"], out["rank_ids"], out["completion_mask"]
     rows = range(adv.shape[0]) if rows is None else rows
+    not_end = (
+        out["completion_ids"] != end_id if end_id is not None else torch.ones_like(mask, dtype=torch.bool)
+    )
     for r in rows:
         for k in range(K):
-            sel = (rank[r] == k) & mask[r].bool()
+            sel = (rank[r] == k) & mask[r].bool() & not_end[r]
             if sel.any():
                 torch.testing.assert_close(
                     adv[r, sel].double(),

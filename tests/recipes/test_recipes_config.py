@@ -37,7 +37,7 @@ def run_yaml(tmp_path):
 
 def test_recipe_files_set_loss_family_fields_only_and_describe_themselves():
     recipes = list_recipes()
-    assert [r.name for r in recipes] == recipe_names() and len(recipes) == 15
+    assert [r.name for r in recipes] == recipe_names() and len(recipes) == 16
     for r in recipes:
         assert set(r.fields) <= LOSS_FAMILY_FIELDS
         assert "loss_type" in r.fields and r.fields["scale_rewards"] == r.fields["advantage_scaling"]

@@ -28,6 +28,7 @@ SHIPPED = [
     "gspo_rank",
     "olmo3",
     "rank_grpo",
+    "rank_grpo_published",
     "reinforce_pp",
     "rloo",
     "sapo",
@@ -56,7 +57,8 @@ def test_recipe_trains_two_steps(name, scheme, trained):
         expected = group_advantages(rewards, baseline=baseline, scale=scale)
         mask = out["completion_mask"]
         kept = [r for r in range(len(cols["request_id"])) if mask[r].sum() > 0]
-        assert_rank_advantages(out, expected, rows=kept)
+        # (Rank-GRPO's newline slots give the end token a rank too; it is shaped, never A_k)
+        assert_rank_advantages(out, expected, rows=kept, end_id=trainer.processing_class.eos_token_id)
         if fields.get("zero_signal_filter"):  # zero-signal groups never reach the loss
             assert {cols["request_id"][r] for r in kept} <= SIGNAL
         if fields.get("refill_batch"):  # ... and the batch is refilled to full with signal groups
