@@ -311,9 +311,6 @@ class Matcher:
             pos += len(row)
         return out
 
-    def clear_cache(self) -> None:
-        self._cache.clear()
-
     # -- internals --------------------------------------------------------------------------------------
     def _remember(self, found: dict[tuple[str | None, int | None], Match]) -> None:
         if self.cache_size <= 0:

@@ -2,7 +2,7 @@
 
 Layout (``remark prep --out DIR``)::
 
-    requests.parquet        one row per request (design.md's columns, REQUESTS_SCHEMA)
+    requests.parquet        one row per request (docs/architecture.md's columns, REQUESTS_SCHEMA)
     responder_rows.parquet  one row per (request, responder): Rank-GRPO's view, expanded from the
                             same pooled table (RESPONDER_ROWS_SCHEMA)
     catalog.parquet         the catalog the ids refer to (catalog.Catalog's frame)

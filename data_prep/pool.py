@@ -1,6 +1,6 @@
 """Pooling: threads (one row per responder mention) -> one row per request, and back to Rank-GRPO's view.
 
-ReMaRk's data transformation (design.md, "Data schema"): per request, the responders' item lists, the
+ReMaRk's data transformation (docs/architecture.md, "data_prep/"): per request, the responders' item lists, the
 union of their items, c_i (how many responders named ``union[i]``), n_x, the grounded ``seen`` items and
 the raw mentions that matched nothing. Everything after grounding is one lazy polars plan
 (:func:`pool_grounded`), collected with the in-memory engine: on 1M mentions it is ~1.5x faster than
@@ -199,7 +199,7 @@ def pool_threads(
 
     ``matcher`` is a ``catalog.match.Matcher``: each distinct (title, year) is grounded once with
     ``ground_frame``. The extra column ``responder_ids`` (aligned with ``responders``) is what
-    :func:`expand_responders` names rows with; ``requests.parquet`` leaves it out (design.md's columns).
+    :func:`expand_responders` names rows with; ``requests.parquet`` leaves it out (docs/architecture.md's columns).
     """
     report = report or Report()
     frame = threads.frame if isinstance(threads, Threads) else threads

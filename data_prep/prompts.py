@@ -2,7 +2,7 @@
 
 Rank-GRPO's processed rows hold one user message: an instruction ("pretend you are a movie
 recommender ... give 20 recommendations, one per line, as Title (Year), no extra words") followed by
-the conversation (references.md). ``build_messages`` does the same for every source, so training
+the conversation (docs/references.md#rank-grpo). ``build_messages`` does the same for every source, so training
 (``remark``) and evaluation (``eval``) prompt identically:
 
 - one user message = the instruction, a blank line, then the request;

@@ -1,6 +1,6 @@
 """Column schemas of the threads and pooled tables, and validation of a threads frame.
 
-A *threads* frame has one row per responder mention (design.md, "Data schema"). Every reader produces
+A *threads* frame has one row per responder mention (docs/architecture.md, "data_prep/"). Every reader produces
 one, so pooling never sees a source format. Besides the schema columns a threads frame may carry the
 provenance columns ``file`` (input path) and ``row`` (1-based line or row in that file), so errors found
 while pooling still name the line they came from, and an optional ``timestamp`` (UTC; what time-based
@@ -42,7 +42,7 @@ PROVENANCE_SCHEMA: dict[str, pl.DataType] = {"file": pl.String(), "row": pl.UInt
 #: Optional data columns of a threads frame, kept when the input has them.
 OPTIONAL_SCHEMA: dict[str, pl.DataType] = {"timestamp": pl.Datetime("us", "UTC")}
 
-#: ``requests.parquet``: design.md's pooled table, in this column order.
+#: ``requests.parquet``: the pooled table of docs/architecture.md, in this column order.
 REQUESTS_SCHEMA: dict[str, pl.DataType] = {
     "request_id": pl.String(),
     "prompt": MESSAGES,

@@ -1,6 +1,6 @@
 """The embedded default data: a seeded synthetic multi-responder world, so the demo runs anywhere.
 
-The generator mimics what matters in Reddit-style recommendation threads (design.md, references.md):
+The generator mimics what matters in Reddit-style recommendation threads (docs/references.md#remark-the-method-remark-is-named-for):
 
 - a catalog of titled, dated items in 8 genres (titles are made-up word combinations with genre-specific
   words), with Zipf-like popularity;

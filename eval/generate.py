@@ -10,7 +10,7 @@ Prompts are ``data_prep.prompts.build_messages`` rendered with the tokenizer's o
 - ``auto``: vLLM when it imports and a CUDA device is present, else transformers.
 
 Departure from Rank-GRPO: its eval is greedy only. At small scale greedy lists repeat one item
-(experiments.md, pitfall 1), so sampled evaluation (n lists per request at a temperature, metrics averaged)
+(docs/experiments.md, pitfall 1), so sampled evaluation (n lists per request at a temperature, metrics averaged)
 is offered beside it, and the number of distinct items per list is reported.
 """
 

@@ -207,7 +207,7 @@ def evaluate_model(
             )
             md += (
                 f"\nDistinct grounded items per list: greedy {result['lists']['distinct_mean']:.2f}, "
-                f"sampled {sampled['lists']['distinct_mean']:.2f} (experiments.md, pitfall 1).\n"
+                f"sampled {sampled['lists']['distinct_mean']:.2f} (docs/experiments.md, pitfall 1).\n"
             )
         result["generation"] = {"engine": gen.engine, **dataclasses.asdict(gen_cfg)}
         _write_json(out / "metrics.json", result)

@@ -4,7 +4,7 @@ Reads the "Training eval log" contract (docs/architecture.md): ``<run>/eval_log.
 per validation with ``step`` and ``eval/<metric>@<k>/<view>`` values) and per-request values at
 ``<run>/eval/step_{step:06d}.parquet`` (``request_id``, one column per metric key, ``n_rows``).
 
-Steps-to-reach (design.md): the first step at which run A's validation metric reaches baseline B's value
+Steps-to-reach (docs/experiments.md#how-runs-are-compared): the first step at which run A's validation metric reaches baseline B's value
 at step S, linearly interpolated between A's validations, as a fraction of S. The paper's claim
 ("Rank-GRPO's 2000-step R@20 in 25-53% of the steps") is this number. Its CI resamples requests once and
 recomputes A's whole curve *and* B's target on the same resample (the validation set is shared), then the

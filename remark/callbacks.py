@@ -8,7 +8,7 @@ evaluation never compute "the same" metric in two places. Each validation append
 ``<output_dir>/eval_log.jsonl`` and writes per-request values to ``<output_dir>/eval/step_XXXXXX.parquet``
 (docs/architecture.md, "Training eval log"); with ``num_samples`` sampled lists are scored too and
 written the same way under ``<output_dir>/sampled/`` (so every log tool reads them as a run), and keeps the best model by ``validation_metric`` in
-``<output_dir>/best`` (``best.json`` says which step). ReMaRk can peak early (references.md), so the best
+``<output_dir>/best`` (``best.json`` says which step). ReMaRk can peak early (docs/experiments.md#how-runs-are-compared), so the best
 checkpoint, not the last, is what a run hands to evaluation. On resume, log lines past the resumed step
 are dropped (they belong to the abandoned continuation) and the best so far is read back.
 

@@ -21,7 +21,8 @@ from data_prep.dataset import PooledDataset
 from data_prep.prompts import build_messages
 
 #: Columns the trainer's reward step reads from every row.
-REWARD_COLUMNS = ("request_id", "seen", "union", "counts", "responders", "n_responders", "responder_index")
+#: (n_x is ``len(responders)``: the pooled ``n_responders`` column is not carried into training rows.)
+REWARD_COLUMNS = ("request_id", "seen", "union", "counts", "responders", "responder_index")
 
 
 def prompt_messages(prompt: Any, meta: dict[str, Any], k: int) -> list[dict[str, str]]:

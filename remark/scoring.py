@@ -1,14 +1,16 @@
 """Completions -> per-rank rewards and token ranks: the glue between the parser, the matcher and ``remark.algos``.
 
 ``RankScorer.score`` takes a batch of completion rows (token ids as TRL hands them to reward functions,
-plus the dataset columns of each row) and returns everything the trainer needs, computed once:
-parsed lines, grounded slot ids, the encoded rows, per-rank rewards (``rewards_RK``, or ``rewards_RNK``
-for ``responder_rb``), per-token ranks and the end-token index. Text, lines and token offsets come from
-the same decode (``TokenOffsetMapper``), so reward ranks and token ranks cannot disagree.
+plus the dataset columns of each row) and returns a ``ScoredRows``, computed once: parsed lines, grounded
+slot ids, the scheme's rank rewards in one shape for every scheme (``rewards_RNK``, N = 1 for a per-list
+scheme), the token ranks of the configured segmentation and the end-token index. Text, lines and token
+offsets come from the same decode (``TokenOffsetMapper``), so reward ranks and token ranks cannot disagree
+under ``segmentation: lines``. Truncation, modifiers and everything after belong to ``remark.rank_step``.
+``RankReward`` is the reward function TRL calls; it keeps the scored rows for the rank step.
 
 The responder a ``responder``-scheme row is scored against: the row's own responder for per-responder
 rows (Rank-GRPO's dataset), else one drawn per (seed, step, request) by a hash, so that every process
-and a resumed run draw the same responder for a group, whatever the row order (docs/experiments.md
+and a resumed run draw the same responder for a group, whatever the row order (docs/experiments.md,
 pitfall 4: all G lists of a group are scored against one responder).
 """
 

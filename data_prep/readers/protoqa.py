@@ -13,7 +13,7 @@ expanded instead (each cluster's first answer, ``count`` times).
 Items (``items=``):
 
 - ``raw``: every distinct answer string is an item;
-- ``clusters``: a cluster's first answer, lower-cased, is the item (as experiments.md uses the scraped
+- ``clusters``: a cluster's first answer, lower-cased, is the item (as docs/experiments.md uses the scraped
   data), with the cluster's other strings as aliases. A raw answer that belongs to a cluster of *its
   own question* is mapped to that cluster's item here, in the reader, because the same string can sit
   in clusters of different questions; raw answers in no cluster (crowdsourced raw strings were cleaned

@@ -7,7 +7,7 @@ as ``[title, year]``, the year an int or a string), and optionally ``timestamp``
 (epoch seconds or ISO 8601; what ``remark prep --split-by-time`` reads). Other fields (``completion``)
 are ignored.
 
-Rows with the same prompt are one request's responders (references.md): the request id is a stable
+Rows with the same prompt are one request's responders (docs/references.md#rank-grpo): the request id is a stable
 hash of the prompt messages unless the row carries ``request_id``. Responder ids are ``r1, r2, ...`` in
 file order within a request unless the row carries ``responder_id``; then a repeated
 (request, responder) pair is reported as a duplicate. Without responder ids two identical rows are two

@@ -1,6 +1,6 @@
 """Per-rank advantages from per-rank rewards: a group baseline divided by a registered scale.
 
-For request b, its G lists and rank k (design.md "Rank advantages"):
+For request b, its G lists and rank k (docs/method.md#rank-advantages):
 
     A_{b,g,k} = (r_{b,g,k} - baseline_{b,g,k}) / s_{b,k}
 

@@ -10,7 +10,7 @@ This is the only place that touches strings; the rewards (``remark.algos.rewards
 gathers and compares on what this module returns. Encoding costs one dictionary look-up per id.
 
 Departure from Rank-GRPO: it matched titles per row against the responder's ground truth with a
-decrementing count; here grounding happens first (catalog ids, design.md "Parsing and grounding") and
+decrementing count; here grounding happens first (catalog ids, docs/method.md#parsing-and-grounding) and
 a repeat of an earlier slot's id is never eligible, which is the same rule stated on ids.
 """
 

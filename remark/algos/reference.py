@@ -1,6 +1,6 @@
 """Slow, per-element Python reference for rank rewards and advantages (tests and ``bench/rewards.py``).
 
-Written straight from design.md's formulas on plain Python lists of ids, with no tensors and no shared
+Written straight from the formulas of docs/method.md on plain Python lists of ids, with no tensors and no shared
 code with the vectorised path (``encode``/``rewards``/``advantages``), so agreement between the two is
 evidence for both. Never use it in training: it loops over every row, slot and list.
 """

@@ -2,7 +2,7 @@
 
 All functions take an :class:`~remark.algos.encode.EncodedRows` (R rows, K slots) and return float32
 tensors; they are registered (kind ``reward`` / ``modifier``) so a config names them. Definitions
-(design.md "Rank rewards"), with e_k the eligibility of slot k:
+(docs/method.md#rank-rewards), with e_k the eligibility of slot k:
 
 - ``responder``: r_k = e_k * 1[L_k in R_r] for the row's drawn responder r (Rank-GRPO ``exp_inf``);
 - ``union``: r_k = e_k * min(c_{L_k}, 1) (ReMaRk);

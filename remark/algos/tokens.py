@@ -5,7 +5,7 @@ The same line split serves rewards and tokens: ranks come from ``catalog.parse.P
 newline excluded; blank and preamble lines are not ranks; unparsable lines are). A token belongs to
 rank k when its characters overlap rank k's *segment*: the line's content plus what follows it up to
 and including the newline that ends the line. Then
-(design.md "Rank advantages", docs/experiments.md pitfalls 2-3):
+(docs/method.md#the-token-map, docs/experiments.md pitfalls 2-3):
 
 - tokens of rank k < K get A_k; tokens of ranks >= K get ``overflow_penalty`` (Rank-GRPO: -0.1);
 - tokens of no rank get 0 (preamble text, padding, special tokens), except *filler*: a token whose
@@ -15,6 +15,9 @@ and including the newline that ends the line. Then
   together with the line's last characters (Qwen-style ``")\\n"``);
 - the end token never inherits a line's advantage: it gets +``complete_bonus`` when the list has at
   least K ranks and ``early_stop_penalty`` otherwise (Rank-GRPO's +-0.1), or 0 with shaping off.
+
+This is the ``lines`` segmentation. ``newline_rank_index`` (``segmentation: newlines``) is Rank-GRPO's
+own rule, kept so that its published recipe can be reproduced (``end_shaping: rank_grpo``).
 
 Departure from Rank-GRPO: it counted raw newlines (a blank line shifted every later rank) and gave the
 newline ending rank 20 that rank's advantage; here segments come from the parser's spans. Since blank

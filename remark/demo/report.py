@@ -187,7 +187,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
         "The training reward is each method's own (the sum over ranks of its rank rewards: union hits for "
         "ReMaRk, the drawn responder's hits for Rank-GRPO), so it is comparable within a row, not across rows. "
         "A zero-signal group is one where all G lists got the same rank rewards: it teaches nothing. "
-        "Rank-GRPO scores a list against one responder's few items, so more of its groups are flat (design.md).",
+        "Rank-GRPO scores a list against one responder's few items, so more of its groups are flat (docs/references.md#remark-the-method-remark-is-named-for).",
         "",
         "## Timing",
         "",
@@ -252,8 +252,8 @@ def report_notes(summary: dict[str, Any]) -> list[str]:
         if best is not None and means[best] - means[-1] > max(0.005, 0.1 * (means[best] - means[0])):
             notes.append(
                 f"- {METHODS[m][0]}'s {lists} validation peaked at step {c['x'][best]} ({means[best]:.3f}) and "
-                f"ended at {means[-1]:.3f}: the tested checkpoint is the best one, not the last (design.md: "
-                "a run is judged at its best validation checkpoint)."
+                f"ended at {means[-1]:.3f}: the tested checkpoint is the best one, not the last "
+                "(docs/experiments.md#how-runs-are-compared: a run is judged at its best validation checkpoint)."
             )
     zs = {m: summary["runs"][m]["train"]["zero_signal_frac_mean"] for m in METHODS}
     if all(v is not None for v in zs.values()):

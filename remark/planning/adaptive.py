@@ -16,7 +16,7 @@ What the trainer feeds it (either, or both):
   carries signal exactly when its G rewards are not all equal: each (request, rank) is one unit with pass
   rate ``p_{x,k} = mean_g r_{g,x,k}`` from n = G samples, and the planner's signal probability becomes the
   expected fraction of non-zero rank advantages. Rewards must lie in [0, 1]; fractional ones are treated
-  as Bernoulli at their mean (references.md: pass rate = mean(r) / max(r)).
+  as Bernoulli at their mean (docs/references.md#group-size: pass rate = mean(r) / max(r)).
 
 Pass the *gathered* (global) rewards so that every process computes the same recommendation; only the
 world process zero writes files. Within one call, repeated ids (Rank-GRPO's per-responder rows) pool

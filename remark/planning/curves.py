@@ -28,7 +28,7 @@ Where this departs from the paper, and why:
   ch. 6): the noise variance is unknown and estimated from the same n points, so F is more honest than
   the chi-square(1) threshold at the small n of an eval log. Ends are found with ``brentq``.
 - The ceiling is flagged **unbounded** when the data end before the fitted midpoint (C_max < C_mid: A is
-  not identifiable there, per references.md), when the profile does not rise above the threshold
+  not identifiable there, per docs/references.md#scalerl-curves), when the profile does not rise above the threshold
   before A reaches its upper bound, or when a curve with its midpoint at or after the last point
   (C_mid >= C_max, refitted under that constraint) is within the same threshold: noise can make a fit
   that has not reached its midpoint look saturated, and the point estimate of C_mid alone would then
@@ -324,7 +324,7 @@ def compare_fits(a: CurveFit, b: CurveFit, *, min_multiple: float = 2.0) -> dict
     """Which of two fitted recipes has the higher ceiling, and whether the data can tell.
 
     Decidable only when both ceilings are bounded, both runs reach ``min_multiple`` x their C_mid
-    (references.md: rank by A only after ~2-3 x C_mid), and the two intervals on A do not overlap.
+    (docs/references.md#scalerl-curves: rank by A only after ~2-3 x C_mid), and the two intervals on A do not overlap.
     -> {"higher": "a" | "b", "decidable": bool, "why": str, "crossover": the first C or None,
     "crossovers": all of them, "last_crossover": the last C (past it the higher-A recipe stays ahead)}.
     """

@@ -1,6 +1,6 @@
 """Group-size planning: how often a group of G samples carries signal, what G costs, and which G to use.
 
-First principles (references.md, "Group size"; Kim & Lee 2026 publish neither formula nor cost model):
+First principles (docs/references.md#group-size; Kim & Lee 2026 publish neither formula nor cost model):
 
 - **Signal probability.** With 0/1 rewards at pass rate p, a group of G i.i.d. samples has a non-zero
   advantage only when the rewards are not all equal::

@@ -1,6 +1,6 @@
 """Searching over G (and other knobs) with short training runs as the budget.
 
-- :func:`successive_halving` (no dependency) is enough for a 1-D search over G (references.md): every
+- :func:`successive_halving` (no dependency) is enough for a 1-D search over G (docs/references.md#group-size): every
   candidate trains ``min_steps``; the best 1/eta go on with eta times the steps, until one is left or the
   steps reach ``max_steps``. Kim & Lee use BOHB; on a handful of G values the Bayesian part has nothing to
   model, and halving alone keeps the "cheap rungs first" saving.

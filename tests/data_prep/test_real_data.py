@@ -45,7 +45,7 @@ def test_protoqa_crowdsourced_dev(data_dir):
 def test_protoqa_scraped_dev_clusters(data_dir):
     path = data_dir / "protoqa/dev/dev.scraped.jsonl"
     th = read_protoqa(path, items="clusters")
-    assert 3200 <= len(th.catalog) <= 3400  # experiments.md: ~3.3k scraped items
+    assert 3200 <= len(th.catalog) <= 3400  # docs/experiments.md: ~3.3k scraped items
     pooled = pool_threads(th, Matcher(th.catalog))
     assert pooled.height == 980
     assert dict(pooled.select("request_id", "n_responders").iter_rows()) == _sums(path, "clusters")

@@ -1,7 +1,7 @@
 """Two CPU processes (torchrun, gloo) give the per-token advantages of one process on the same batch.
 
 Groups of G = 4 lists straddle the processes (6 completions per process, 3 groups in all), so rank
-rewards must be gathered before group scaling (design.md, "Where it runs").
+rewards must be gathered before group scaling (docs/architecture.md#where-it-runs).
 """
 
 from __future__ import annotations
