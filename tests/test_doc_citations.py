@@ -29,6 +29,7 @@ CITE = re.compile(
     r"|,?[ \t]*\n?[ \t#]*(?P<pitfall>pitfalls?)[ \t]+(?P<first>\d+)(?:-(?P<last>\d+))?)?"
 )
 LINK = re.compile(r"\]\((?P<name>[A-Za-z0-9_-]+)\.md(?:#(?P<anchor>[A-Za-z0-9_-]+))?\)")
+SELF_LINK = re.compile(r"\]\(#(?P<anchor>[A-Za-z0-9_-]+)\)")
 BARE = re.compile(r"(?<![\w/.-])(?:design|references|experiments|style)\.md\b|shared/docs")
 
 
@@ -67,11 +68,14 @@ def problems_in(text: str, rel: Path) -> list[str]:
     """The broken citations of ``text`` (the file ``rel``, relative to the repository)."""
     found = []
     for m in BARE.finditer(text):
+        if rel.parts[0] == "docs" and text[m.start() - 2 : m.start()] == "](":
+            continue  # a relative link between the docs: checked below
         line = text.count("\n", 0, m.start()) + 1
         found.append(f"{rel}:{line}: {m.group(0)!r} is a developer note, not a file of the repository")
     cites = [(m, m.group("name")) for m in CITE.finditer(text)]
     if rel.parts[0] == "docs":
         cites += [(m, m.group("name")) for m in LINK.finditer(text)]
+        cites += [(m, rel.stem) for m in SELF_LINK.finditer(text)]
     for m, name in cites:
         line = text.count("\n", 0, m.start()) + 1
         where = f"{rel}:{line}: {m.group(0).strip()!r}"
@@ -127,3 +131,5 @@ def test_the_checker_finds_what_is_missing(text, n_problems):
 def test_relative_links_between_docs_are_checked():
     assert problems_in("[m](method.md#the-token-map)", Path("docs/x.md")) == []
     assert len(problems_in("[m](method.md#nowhere) [n](nowhere.md)", Path("docs/x.md"))) == 2
+    assert problems_in("[t](#the-token-map)", Path("docs/method.md")) == []
+    assert len(problems_in("[t](#the-token-mat)", Path("docs/method.md"))) == 1
