@@ -185,7 +185,7 @@ def check_inputs(dest: PathLike, inputs: Iterable[PathLike | None], *, field: st
             f"the output {how} the input {item}; writing it would destroy the input",
             path=dest,
             field=field,
-            hint="write the output to a new path outside every input (--force does not override this)",
+            hint="write the output to a new path outside every input; --force does not override this",
         )
 
 

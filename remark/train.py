@@ -204,7 +204,7 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
             + (f" ({len(skipped)} incomplete, listed above)" if skipped else " (there is no checkpoint-N)"),
             path=output_dir,
             field="--resume",
-            hint="start the run without --resume (checkpoints are written every save_steps)",
+            hint="start the run without --resume; checkpoints are written every save_steps",
         )
     if main:
         print(f"resume: from {chosen}")
