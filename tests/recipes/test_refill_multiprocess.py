@@ -31,8 +31,7 @@ def test_two_processes_refill_in_step(recipe_model_dir, tmp_path):
         torchrun,
         "--nproc_per_node",
         "2",
-        "--master_port",
-        "29531",
+        "--standalone",  # a free port: fixed ports clash when several suites run at once
         str(WORKER),
         str(recipe_model_dir),
         str(tmp_path),
