@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from catalog.errors import InputError
-from catalog.io import atomic_write, iter_jsonl
+from catalog.io import atomic_write, check_inputs, iter_jsonl
 
 
 def _check_list(answers: object, path: Path, row: int | None, qid: str) -> list[str]:
@@ -66,9 +66,12 @@ def read_protoqa_predictions(path: str | Path) -> dict[str, list[str]]:
 
 
 def convert_protoqa_predictions(src: str | Path, dest: str | Path) -> int:
-    """Write ``src`` (ProtoQA format) as our predictions JSONL at ``dest`` (atomically); returns the count."""
+    """Write ``src`` (ProtoQA format) as our predictions JSONL at ``dest`` (atomically); returns the count.
+
+    ``dest`` equal to ``src`` is refused (``InputError``) before anything is read."""
+    check_inputs(dest, [src])
     preds = read_protoqa_predictions(src)
-    with atomic_write(dest) as tmp, tmp.open("w", encoding="utf-8") as fh:
+    with atomic_write(dest, inputs=[src]) as tmp, tmp.open("w", encoding="utf-8") as fh:
         for qid, answers in preds.items():
             fh.write(json.dumps({"request_id": qid, "recommendations": answers}, ensure_ascii=False) + "\n")
     return len(preds)

@@ -176,3 +176,26 @@ def test_compare_refuses_a_folder_without_an_output_marker(world, tmp_path, caps
         "100",
     ]
     assert main([*ok, "--json"]) == 0
+
+
+def test_single_file_outputs_refuse_their_inputs(world, tmp_path, capsys):
+    """diagnose --pass-rates-out never writes into the dataset it reads; convert-protoqa never over its input."""
+    before = snapshot(tmp_path)
+    inside = world["data"] / "pass_rates.parquet"
+    argv = ["diagnose", str(world["data"]), "--policy", "popularity", "--pass-rates-out", str(inside)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "field '--pass-rates-out'" in err and "lies inside the input" in err and "Traceback" not in err
+    assert snapshot(tmp_path) == before
+    src = tmp_path / "pq.jsonl"
+    src.write_text(json.dumps({"q1": ["a", "b"]}) + "\n")
+    before = snapshot(tmp_path)
+    assert main(["eval", "convert-protoqa", str(src), "--out", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "the output is the input" in err and "Traceback" not in err
+    assert snapshot(tmp_path) == before
+    assert main(["eval", "convert-protoqa", str(src), "--out", str(tmp_path / "preds2.jsonl")]) == 0
+    assert json.loads((tmp_path / "preds2.jsonl").read_text()) == {
+        "request_id": "q1",
+        "recommendations": ["a", "b"],
+    }

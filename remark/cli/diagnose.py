@@ -137,10 +137,12 @@ def _ground_completions(texts: dict[str, list[str]], catalog: Any, grounding: An
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from catalog.io import atomic_write
+    from catalog.io import atomic_write, check_inputs
     from data_prep.dataset import load_dataset
     from remark.diagnose import diagnose, popularity_lists, popularity_prior
 
+    if args.pass_rates_out is not None:  # refuse before the work: never write into the dataset read
+        check_inputs(args.pass_rates_out, [args.dataset], field="--pass-rates-out")
     if args.group_size < 2:
         raise InputError(f"--group-size {args.group_size}", field="group-size", hint="use 2 or more")
     ds = load_dataset(args.dataset)
@@ -191,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     result.notes.update(notes)
     if args.pass_rates_out is not None:
         out = args.pass_rates_out
-        with atomic_write(out) as tmp:
+        with atomic_write(out, inputs=[args.dataset]) as tmp:
             if out.suffix == ".parquet":
                 result.pass_rates.write_parquet(tmp)
             else:
