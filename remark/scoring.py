@@ -17,8 +17,9 @@ pitfall 4: all G lists of a group are scored against one responder).
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -26,7 +27,7 @@ import torch
 from catalog.match import GroundingSettings, Matcher
 from catalog.parse import ParsedLine, parse_list
 from catalog.table import Catalog
-from remark.algos import TokenOffsetMapper, encode_rows, end_token_index, per_responder, rewards_RNK, spec
+from remark.algos import TokenOffsetMapper, encode_rows, per_responder, rewards_RNK, spec
 
 
 def hashed_responder_index(
@@ -101,6 +102,7 @@ class RankScorer:
         self.token_ranks = entry.fn
         self.parsed_slots_only = entry.meta["reward_slots"] == "parsed"
         self.seed = seed
+        self.last_timings: dict[str, float] = {}  # seconds per stage of the last score()
 
     def score(
         self,
@@ -112,15 +114,47 @@ class RankScorer:
     ) -> ScoredRows:
         """Score R rows. ``columns`` holds the dataset columns per row (``request_id``, ``seen``, ``union``,
         ``counts``, ``responders``, ``responder_index`` with -1 for pooled rows). ``group_size`` (when the
-        rows of every group are all here) checks that groups are G consecutive rows of one request."""
-        offsets = self.offsets([list(ids) for ids in completion_ids])
+        rows of every group are all here) checks that groups are G consecutive rows of one request.
+
+        Two parts: :meth:`row_stages` (decode, offsets, parse, ground, token ranks, end tokens: each row on
+        its own, so that ``remark.scoring_pool`` can spread rows over worker processes) and
+        :meth:`assemble` (responders, encoding, rewards: the batch). Seconds per stage of the last call
+        are in ``last_timings``.
+        """
+        stages = self.row_stages(completion_ids)
+        scored = self.assemble(stages, columns, group_size=group_size, step=step)
+        self.last_timings = dict(stages.timings) | self.last_timings
+        return scored
+
+    def row_stages(self, completion_ids: Sequence[Sequence[int]]) -> RowStages:
+        """Texts, parsed lines, slot ids, token ranks and end tokens of R rows: a function of each row's ids
+        alone (the caches below change no answer), so any split of the rows gives the same rows back."""
+        clock = _Clock()
+        rows = [
+            ids if type(ids) is list else (ids.tolist() if hasattr(ids, "tolist") else list(ids))
+            for ids in completion_ids
+        ]
+        offsets = self.offsets(rows)
+        clock.lap("decode_offsets")
         lines = [parse_list(text) for text in offsets.texts]
+        clock.lap("parse")
         slot_ids = self.matcher.ground_lines(lines)
         if self.parsed_slots_only:  # Rank-GRPO numbers only the lines that parse
             slot_ids = [
                 [i for ln, i in zip(row, ids, strict=True) if ln.title is not None]
                 for row, ids in zip(lines, slot_ids, strict=True)
             ]
+        clock.lap("ground")
+        rank_RT = self.token_ranks(lines, offsets, k=self.k)
+        end_R = torch.tensor([_first_of(ids, self.eos_ids) for ids in rows], dtype=torch.int64)
+        clock.lap("token_ranks")
+        return RowStages(offsets.texts, lines, slot_ids, rank_RT, end_R, offsets.n_fallback, clock.laps)
+
+    def assemble(
+        self, stages: RowStages, columns: dict[str, Sequence[Any]], *, group_size: int | None, step: int
+    ) -> ScoredRows:
+        """Responders, encoded rows and rewards for the row stages of a batch (see :meth:`score`)."""
+        clock = _Clock()
         responders = columns["responders"]
         own = [int(i) for i in columns["responder_index"]]
         drawn = hashed_responder_index(
@@ -128,7 +162,7 @@ class RankScorer:
         )
         responder_index = [o if o >= 0 else d for o, d in zip(own, drawn, strict=True)]
         enc = encode_rows(
-            slot_ids,
+            stages.slot_ids,
             k=self.k,
             union=columns["union"],
             counts=columns["counts"],
@@ -139,19 +173,60 @@ class RankScorer:
             request_ids=columns["request_id"],
         )
         rewards, mask_RN = rewards_RNK(enc, self.scheme)
+        clock.lap("rewards")
+        self.last_timings = clock.laps
         return ScoredRows(
             request_ids=[str(x) for x in columns["request_id"]],
-            texts=offsets.texts,
-            lines=lines,
-            slot_ids=slot_ids,
+            texts=stages.texts,
+            lines=stages.lines,
+            slot_ids=stages.slot_ids,
             rewards_RNK=rewards,
             mask_RN=mask_RN,
             per_responder=self.per_responder,
-            rank_RT=self.token_ranks(lines, offsets, k=self.k),
-            end_R=end_token_index(completion_ids, self.eos_ids),
+            rank_RT=stages.rank_RT,
+            end_R=stages.end_R,
             n_lines_R=enc.n_lines_R,
-            n_fallback=offsets.n_fallback,
+            n_fallback=stages.n_fallback,
         )
+
+
+@dataclass
+class RowStages:
+    """The per-row part of scoring R rows (T = the longest row): what :meth:`RankScorer.row_stages` returns."""
+
+    texts: list[str]
+    lines: list[list[ParsedLine]]
+    slot_ids: list[list[str | None]]
+    rank_RT: torch.Tensor  # int64, -1 = no rank (also past a row's end)
+    end_R: torch.Tensor  # int64, -1 = no end token
+    n_fallback: int = 0
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+
+
+class _Clock:
+    """Seconds between laps (``time.perf_counter``)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = self.laps.get(name, 0.0) + now - self._t
+        self._t = now
+
+
+def _first_of(ids: list, targets: Sequence[int]) -> int:
+    """Position of the first element of ``ids`` in ``targets``, -1 if none (``list.index`` per target)."""
+    first = -1
+    for target in targets:
+        try:
+            t = ids.index(target)
+        except ValueError:
+            continue
+        if first < 0 or t < first:
+            first = t
+    return first
 
 
 class RankReward:
