@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from remark.algos import encode_rows, rank_advantages, rank_rewards
+from remark.algos import encode_rows, per_responder, rank_advantages, rank_rewards
 from remark.algos.reference import random_rows, reference_advantages, reference_rewards
 
 
@@ -53,7 +53,7 @@ def main() -> None:
     )
     encode_ms = _median_ms(lambda: encode_rows(k=k, group_size=g, **rows), max(5, args.repeat // 5))
     for scheme in ["responder", "union", "marginal", "responder_rb"]:
-        mask = enc.responder_mask_RN if scheme == "responder_rb" else None
+        mask = enc.responder_mask_RN if per_responder(scheme) else None
 
         def vectorised(scheme=scheme, mask=mask):
             return rank_advantages(rank_rewards(enc, scheme), group_size=g, mode="group", mask_RN=mask)

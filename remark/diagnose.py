@@ -37,7 +37,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from remark.algos import encode_rows, per_responder_advantages, rank_advantages, rank_rewards
+from remark.algos import encode_rows, per_responder, per_responder_advantages, rank_advantages, rank_rewards
 
 __all__ = ["SCHEMES", "Diagnosis", "SchemeStats", "diagnose", "popularity_lists", "popularity_prior"]
 
@@ -137,8 +137,9 @@ class _Accumulator:
         self.zero_groups += float(((same_BN * w_BN).sum(1) / w_BN.sum(1).clamp(min=1)).sum())
         self.groups += r // g
 
-    def add_fixed(self, adv_RK: torch.Tensor, rewards: torch.Tensor, g: int) -> None:
-        """A scheme whose advantages do not depend on a draw (``rewards`` (R, K) or (R, N, K))."""
+    def add_fixed(self, adv_RK: torch.Tensor, rewards: torch.Tensor, g: int, *, per_list: bool) -> None:
+        """A scheme whose advantages do not depend on a draw (``rewards`` (R, K) when ``per_list``, else
+        (R, N, K); the scheme's registered output says which)."""
         adv = adv_RK.to(torch.float64)
         self._add(adv, torch.zeros_like(adv))
         self.sum_abs += float(adv.abs().sum())
@@ -146,7 +147,7 @@ class _Accumulator:
         flat = rewards.reshape(r // g, g, -1)
         self.zero_groups += float((flat == flat[:, :1]).all(2).all(1).sum())
         self.groups += r // g
-        if rewards.ndim == 2:
+        if per_list:
             self.sum_reward += float(rewards.to(torch.float64).sum())
 
     def _add(self, mean_RK: torch.Tensor, within_RK: torch.Tensor) -> None:
@@ -275,12 +276,12 @@ def diagnose(
         acc["responder"].add_draws(per_RNK, r_RNK, mask, g)
         w = mask.to(per_RNK.dtype)
         rb_RK = (per_RNK * w[:, :, None]).sum(1) / w.sum(1).clamp(min=1)[:, None]
-        acc["responder_rb"].add_fixed(rb_RK, r_RNK, g)
+        acc["responder_rb"].add_fixed(rb_RK, r_RNK, g, per_list=not per_responder("responder_rb"))
         rewards = {}
         for scheme in ("union", "marginal"):
             rewards[scheme] = rank_rewards(enc, scheme)
             adv = rank_advantages(rewards[scheme], group_size=g, mode=scale, eps=eps)
-            acc[scheme].add_fixed(adv, rewards[scheme], g)
+            acc[scheme].add_fixed(adv, rewards[scheme], g, per_list=not per_responder(scheme))
         pass_ids.extend(ids[i] for i in chunk)
         pass_vals.append(rewards[pass_rate_scheme].view(len(chunk), g * k).double().mean(1).numpy())
     marginal_reward = acc["marginal"].stats("marginal").mean_reward

@@ -325,3 +325,41 @@ def test_two_processes_refill_their_own_groups_in_step():
     assert b0.stats["refill_prompts"] == 8.0 and b0.stats["refill_short_groups"] == 0.0
     assert b0.groups[0] == b1.groups[0] == ["r1", "r1", "r1", "r1"]
     assert b0.keep.all() and b1.keep.all()
+
+
+class CountingGather(LocalGather):
+    def __init__(self):
+        super().__init__()
+        self.tensors, self.object_lists = 0, 0
+
+    def __call__(self, x):
+        self.tensors += 1
+        return x
+
+    def objects(self, xs):
+        self.object_lists += 1
+        return list(xs)
+
+
+@pytest.mark.parametrize("scheme", ["union", "responder_rb"])
+def test_each_reduction_runs_once_per_round(scheme, monkeypatch):
+    """One tensor gather and one zero-signal pass per generation round, refills included; request ids are
+    gathered (once per round) only when the pass-rate filter or the advisor needs them."""
+    import remark.rank_step as rs
+
+    calls = []
+    real = rs.zero_signal_groups
+    monkeypatch.setattr(rs, "zero_signal_groups", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    k, g = 3, 4
+    first = scored_round(hand_rows(["r2", "r1"]), scheme, k=k)
+    extra = scored_round(hand_rows(["r3", "r1"]), scheme, k=k)
+    settings = RankSettings(num_ranks=k, zero_signal_filter=True, refill_batch=True, refill_max_rounds=3)
+    gather = CountingGather()
+    batch = rank_step(first, settings, gather, group_size=g, refill=lambda d: extra)
+    assert batch.stats["refill_rounds"] == 1.0
+    assert (gather.tensors, gather.object_lists, len(calls)) == (2, 0, 2)
+    gather, calls[:] = CountingGather(), []
+    rank_step(
+        first, dataclasses.replace(settings, pass_rate_drop=0.9), gather, group_size=g, refill=lambda d: extra
+    )
+    assert (gather.tensors, gather.object_lists, len(calls)) == (2, 2, 2)
