@@ -113,15 +113,29 @@ def render_prompts(tokenizer: Any, prompts: Sequence[Any], meta: dict[str, Any],
 Runner = Callable[[list[str], int, bool], list[list[str]]]
 
 
-def _transformers(model_dir: Path, cfg: GenerationConfig) -> Runner:
+def _transformers(model_dir: Path, cfg: GenerationConfig, adapter: AdapterLoad) -> Runner:
     """Load once; the runner maps prompts -> ``n`` completions each (greedy when ``sample`` is False)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from eval.adapters import load_causal_lm, load_tokenizer
 
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir).to(device).eval()
+    tok = load_tokenizer(model_dir, adapter.base)
+    model = load_causal_lm(model_dir, merge=adapter.merge, base=adapter.base).to(device).eval()
     return transformers_runner(model, tok, cfg)
+
+
+@dataclass(frozen=True)
+class AdapterLoad:
+    """How an adapter folder is loaded (``eval.adapters``): its base model (None = its adapter_config's)
+    and whether it is merged into the base before generating. Ignored for a full model folder."""
+
+    base: str | None = None
+    merge: bool = False
+
+
+#: a full model folder, or an adapter on its recorded base, not merged
+NO_ADAPTER = AdapterLoad()
 
 
 def transformers_runner(model: Any, tokenizer: Any, cfg: GenerationConfig) -> Runner:
@@ -211,19 +225,32 @@ class Generated:
 
 
 def generate_lists(
-    model_dir: str | Path, prompts: Sequence[Any], meta: dict[str, Any], cfg: GenerationConfig
+    model_dir: str | Path,
+    prompts: Sequence[Any],
+    meta: dict[str, Any],
+    cfg: GenerationConfig,
+    adapter: AdapterLoad = NO_ADAPTER,
 ) -> Generated:
-    """Greedy completions (and ``cfg.num_samples`` sampled ones) for pooled prompts, in their order."""
-    from transformers import AutoTokenizer
+    """Greedy completions (and ``cfg.num_samples`` sampled ones) for pooled prompts, in their order.
+
+    ``model_dir`` is a full model folder or a LoRA adapter folder (loaded on its base, ``adapter``); vLLM
+    gets an adapter merged into a temporary folder first.
+    """
+    import tempfile
+
+    from eval.adapters import check_model_dir, is_adapter_dir, load_tokenizer, merge_adapter
 
     model_dir = Path(model_dir)
-    if not (model_dir / "config.json").is_file():
-        raise InputError(
-            "not a model directory (no config.json)", path=model_dir, hint="pass a save_pretrained dir"
-        )
-    texts = render_prompts(AutoTokenizer.from_pretrained(model_dir), prompts, meta, cfg.k)
+    check_model_dir(model_dir)
+    texts = render_prompts(load_tokenizer(model_dir, adapter.base), prompts, meta, cfg.k)
     engine = resolve_engine(cfg.engine)
-    run = (_vllm if engine == "vllm" else _transformers)(model_dir, cfg)
-    greedy = [c[0] for c in run(texts, 1, False)]
-    samples = run(texts, cfg.num_samples, True) if cfg.num_samples else None
+    with tempfile.TemporaryDirectory(prefix="remark-merged-") as tmp:
+        if engine == "vllm":
+            if is_adapter_dir(model_dir):
+                model_dir = merge_adapter(model_dir, Path(tmp) / "model", base=adapter.base)
+            run = _vllm(model_dir, cfg)
+        else:
+            run = _transformers(model_dir, cfg, adapter)
+        greedy = [c[0] for c in run(texts, 1, False)]
+        samples = run(texts, cfg.num_samples, True) if cfg.num_samples else None
     return Generated(greedy, samples, engine, texts)

@@ -39,8 +39,9 @@ from catalog.io import atomic_dir, check_output_dir
 from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_list
 from data_prep.dataset import load_dataset
+from eval.adapters import adapter_base, is_adapter_dir
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
-from eval.generate import DEFAULT_GENERATION, GenerationConfig, generate_lists
+from eval.generate import DEFAULT_GENERATION, NO_ADAPTER, AdapterLoad, GenerationConfig, generate_lists
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.report import metrics_markdown, plot_metrics
 from eval.score import ALL_SPLITS, grounding_choice, grounding_record, requests_by_split, summarize
@@ -115,8 +116,12 @@ def evaluate_model(
     config: BootstrapConfig = DEFAULT_CI,
     limit: int | None = None,
     force: bool = False,
+    adapter: AdapterLoad = NO_ADAPTER,
 ) -> dict[str, Any]:
     """Generate, score and write the outputs listed in the module docstring; returns ``metrics.json``.
+
+    ``model_dir`` may be a LoRA adapter folder (``eval.adapters``; ``adapter``: its base, merged or not,
+    recorded in ``settings["adapter"]``).
 
     ``limit`` keeps the first N requests of the split (a quick look; the count is in ``settings``).
     ``grounding``: settings asked for instead of the dataset's (``eval.score.grounding_choice``).
@@ -138,7 +143,7 @@ def evaluate_model(
     if limit is not None:
         requests = requests.head(limit)
     gen_cfg = dataclasses.replace(generation, k=max(generation.k, max(ks)))
-    gen = generate_lists(model_dir, requests["prompt"].to_list(), ds.meta, gen_cfg)
+    gen = generate_lists(model_dir, requests["prompt"].to_list(), ds.meta, gen_cfg, adapter)
     matcher = Matcher(ds.catalog, choice.used)
     ids_req = requests["request_id"].to_list()
     warnings: dict[str, int] = {}
@@ -149,6 +154,8 @@ def evaluate_model(
         "model": str(model_dir),
         "limit": limit,
     }
+    if is_adapter_dir(model_dir):
+        settings["adapter"] = {"base": adapter_base(model_dir, adapter.base), "merged": adapter.merge}
 
     with atomic_dir(out_dir, RUN_KIND, inputs=[model_dir, data_dir], force=force) as out:
         shown, grounded = parse_and_ground(gen.greedy, matcher)

@@ -107,16 +107,24 @@ def run_sft(
     split: str = "train",
     callbacks: Sequence[Any] = (),
     print_logs: bool = True,
+    peft_config: Any = None,
+    adapter: Any = None,
 ) -> Path:
     """Fine-tune ``model`` on :func:`sft_examples` with TRL's ``SFTTrainer``; save model + tokenizer to ``out_dir``.
 
     ``callbacks`` are extra ``transformers.TrainerCallback``s (e.g. a progress bar). The saved directory
     holds no pickle (``SafeCheckpointMixin``: no ``training_args.bin``). ``print_logs=False`` keeps the
     per-step log dicts off stdout (transformers prints them when its progress bar is disabled).
+
+    LoRA: ``peft_config`` (a ``peft.LoraConfig``, ``remark.config.lora.peft_config``) trains an adapter and
+    saves only it. ``model`` may be an adapter folder (``eval.adapters``; ``adapter`` an
+    ``eval.generate.AdapterLoad``: its base, and whether to merge it first); unmerged, that adapter is
+    trained further.
     """
     from datasets import Dataset
-    from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
+
+    from eval.adapters import is_adapter_dir, load_causal_lm, load_tokenizer, merge_adapter
 
     class RemarkSFTTrainer(SafeCheckpointMixin, SFTTrainer):
         pass
@@ -135,13 +143,32 @@ def run_sft(
         "seed": settings.seed,
     }
     cfg = SFTConfig(**{**defaults, **(sft_args or {})})
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    base = getattr(adapter, "base", None)
+    policy: Any = str(model)
+    if is_adapter_dir(model) and getattr(adapter, "merge", False):
+        # merged and saved, so that a new adapter's adapter_config.json names a base that holds this one
+        model, base = merge_adapter(model, Path(out_dir) / "merged_base", base=base), None
+        policy = str(model)
+    elif is_adapter_dir(model):
+        if peft_config is not None:
+            raise InputError(
+                "the model is an adapter and a new LoRA adapter was asked for on top of it",
+                path=model,
+                field="--lora-r",
+                hint="add --merge-adapter (the new adapter goes on the merged model), or drop the LoRA flags",
+            )
+        from transformers.trainer_utils import set_seed
+
+        set_seed(settings.seed)
+        policy = load_causal_lm(model, base=base, trainable=True)
+    tokenizer = load_tokenizer(model, base)
     trainer = RemarkSFTTrainer(
-        model=str(model),
+        model=policy,
         args=cfg,
         train_dataset=Dataset.from_list(examples),
         processing_class=tokenizer,
         callbacks=list(callbacks),
+        peft_config=peft_config,
     )
     if not print_logs:
         from transformers.trainer_callback import PrinterCallback

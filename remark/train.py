@@ -245,6 +245,33 @@ def resume_group_size(cfg: RemarkGRPOConfig, checkpoint: Path) -> RemarkGRPOConf
     )
 
 
+def policy_model(cfg: RemarkGRPOConfig) -> tuple[Any, Any, Any]:
+    """(model for the trainer, TRL ``peft_config``, tokenizer) from the config (``remark.config.lora``).
+
+    A full model folder goes to TRL as its path (TRL loads it). An adapter folder with ``merge_adapter``
+    is merged into its base and saved as ``output_dir/merged_base`` (so a new adapter's
+    ``adapter_config.json`` names a base that holds the first one); without it, it is loaded here as a
+    trainable ``PeftModel`` that TRL keeps training. ``use_peft`` adds a new adapter (``peft_config``);
+    its target module names are checked against the model first.
+    """
+    from eval.adapters import adapter_base, is_adapter_dir, load_causal_lm, load_tokenizer, merge_adapter
+    from remark.config.lora import check_target_modules, peft_config
+
+    path, base = cfg.model_name_or_path, cfg.adapter_base_model
+    if is_adapter_dir(path) and cfg.merge_adapter:
+        path, base = str(merge_adapter(path, Path(cfg.output_dir) / "merged_base", base=base)), None
+    adapter = is_adapter_dir(path)
+    check_target_modules(cfg, adapter_base(path, base) if adapter else path)
+    tokenizer = load_tokenizer(path, base)
+    if not adapter:
+        return path, peft_config(cfg), tokenizer
+    import torch
+
+    dtype = (cfg.model_init_kwargs or {}).get("dtype", "float32")  # TRL's default for a path, too
+    dtype = getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32") else dtype
+    return load_causal_lm(path, base=base, trainable=True, dtype=dtype), None, tokenizer
+
+
 def run_training(
     cfg: RemarkGRPOConfig,
     *,
@@ -258,8 +285,6 @@ def run_training(
     ``callbacks`` are extra ``transformers.TrainerCallback``s (progress bars, custom logging), added after
     the ones the config asks for (validation, divergence guard, group-size advisor).
     """
-    from transformers import AutoTokenizer
-
     from data_prep.dataset import choose_grounding, load_dataset
     from remark.callbacks import DivergenceGuard, ValidationCallback
     from remark.config import validate_paths
@@ -287,7 +312,7 @@ def run_training(
     for name, value in grounding.used.to_dict().items():  # the trainer's reward reads them from cfg
         setattr(cfg, name, value)
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
-    tokenizer = AutoTokenizer.from_pretrained(cfg.model_name_or_path)
+    policy, peft_config, tokenizer = policy_model(cfg)
     extra, callbacks = list(callbacks), []
     notes = grounding.notes()
     if cfg.validation_steps:
@@ -334,12 +359,13 @@ def run_training(
     for line in notes:
         print(line)
     trainer = RemarkGRPOTrainer(
-        model=cfg.model_name_or_path,
+        model=policy,
         args=cfg,
         train_dataset=train,
         catalog=ds.catalog,
         processing_class=tokenizer,
         callbacks=callbacks + extra,
+        peft_config=peft_config,
     )
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
+from remark.cli.adapter import add_adapter_flags
 from remark.cli.args import nonneg_int, open_unit, positive_float, positive_int
 from remark.cli.grounding import add_grounding_flags, requested_grounding
 
@@ -166,7 +167,12 @@ def add_parser(subparsers: Any) -> None:
     s.set_defaults(func=run_score)
 
     r = sub.add_parser("run", help="generate lists with a model, score them, write predictions/metrics/plots")
-    r.add_argument("--model", type=Path, required=True, help="model directory (save_pretrained)")
+    r.add_argument(
+        "--model",
+        type=Path,
+        required=True,
+        help="model directory (save_pretrained), or a LoRA adapter folder",
+    )
     r.add_argument("--data", type=Path, required=True, help="prepared dataset directory")
     r.add_argument(
         "--out",
@@ -191,6 +197,7 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--device", default=None, help="torch device (default cuda if available, else cpu)")
     r.add_argument("--limit", type=positive_int, default=None, help="first N requests of the split only")
     _score_flags(r)
+    add_adapter_flags(r)
     r.add_argument("--json", action="store_true", help="print metrics.json")
     r.set_defaults(func=run_run)
 
@@ -314,7 +321,7 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from eval.generate import GenerationConfig
+    from eval.generate import AdapterLoad, GenerationConfig
     from eval.report import metrics_markdown
     from eval.run import evaluate_model
 
@@ -345,6 +352,7 @@ def run_run(args: argparse.Namespace) -> int:
         config=_config(args),
         limit=args.limit,
         force=args.force,
+        adapter=AdapterLoad(base=args.base_model, merge=args.merge_adapter),
     )
     md = metrics_markdown(result, title=f"{args.model.name}: greedy ({args.split})")
     _grounding_notes(result)

@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "train": "remark.cli.train",
     "recipes": "remark.cli.recipes",
     "eval": "remark.cli.eval",
+    "merge-adapter": "remark.cli.adapter",
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",
     "demo": "remark.cli.demo",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from remark.cli.adapter import add_adapter_flags
 from remark.cli.args import positive_float, positive_int, probability
 
 
@@ -23,7 +25,9 @@ def add_parser(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--data", type=Path, required=True, help="pooled dataset dir (remark prep)")
-    p.add_argument("--model", required=True, help="base model dir (or hub id when online)")
+    p.add_argument(
+        "--model", required=True, help="base model dir (or hub id when online), or a LoRA adapter folder"
+    )
     p.add_argument("--out", type=Path, required=True, help="where the warmed model is saved")
     p.add_argument("--targets", choices=TARGETS, default="union", help="how target lists are built")
     p.add_argument("--k", type=positive_int, default=20, help="items per target list (default 20)")
@@ -39,15 +43,51 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cpu", action="store_true", help="train on CPU (fp32)")
     p.add_argument("--bf16", action="store_true", help="bf16 mixed precision (GPU)")
     p.add_argument("--seed", type=int, default=0)
+    lora = p.add_argument_group("LoRA (train an adapter instead of every weight; needs remark[lora])")
+    lora.add_argument("--lora-r", type=int, default=None, metavar="R", help="LoRA rank (turns LoRA on)")
+    lora.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (default 2 x rank)")
+    lora.add_argument("--lora-dropout", type=float, default=0.05, help="LoRA dropout (default %(default)s)")
+    lora.add_argument(
+        "--lora-target-modules", nargs="+", default=None, metavar="NAME", help="default: all linear layers"
+    )
+    add_adapter_flags(p)
     p.set_defaults(func=run)
+
+
+def lora_settings(args: argparse.Namespace) -> Any:
+    """The LoRA flags as the config's fields, validated like ``remark train``'s (``remark.config.lora``)."""
+    from types import SimpleNamespace
+
+    from remark.config.lora import check_target_modules, validate_lora
+
+    fields = SimpleNamespace(
+        model_name_or_path=args.model,
+        use_peft=args.lora_r is not None,
+        lora_r=args.lora_r,
+        lora_alpha=args.lora_alpha if args.lora_alpha is not None else 2 * (args.lora_r or 0),
+        lora_dropout=args.lora_dropout,
+        lora_target_modules=args.lora_target_modules,
+        merge_adapter=args.merge_adapter,
+        adapter_base_model=args.base_model,
+    )
+    validate_lora(fields)
+    if fields.use_peft:
+        from eval.adapters import adapter_base, is_adapter_dir
+
+        base = adapter_base(args.model, args.base_model) if is_adapter_dir(args.model) else args.model
+        check_target_modules(fields, base)
+    return fields
 
 
 def run(args: argparse.Namespace) -> int:
     from data_prep.dataset import load_dataset
+    from eval.generate import AdapterLoad
     from remark.config import check_model_path
+    from remark.config.lora import peft_config
     from remark.sft import SFTSettings, run_sft
 
     check_model_path(args.model, "--model")
+    lora = lora_settings(args)  # before anything loads
     ds = load_dataset(args.data)
     settings = SFTSettings(
         targets=args.targets, k=args.k, hit_prob=args.hit_prob, copies=args.copies, seed=args.seed
@@ -66,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             "bf16": args.bf16,
         },
         split=args.split,
+        peft_config=peft_config(lora),
+        adapter=AdapterLoad(base=args.base_model, merge=args.merge_adapter),
     )
     print(f"SFT model saved to {out}")
     return 0

@@ -21,6 +21,7 @@ from typing import Any
 
 from trl import GRPOConfig
 
+from remark.config.lora import validate_lora
 from remark.config.validate import LOSS_TYPES, validate_remark_fields, validate_remark_layout
 
 
@@ -263,6 +264,43 @@ class RemarkGRPOConfig(GRPOConfig):
         metadata={"help": "On resume, use the checkpoint's recommended G (requests per step kept fixed)."},
     )
 
+    # --- LoRA / PEFT (remark.config.lora; peft is the optional extra remark[lora]) ------------------
+    use_peft: bool = field(
+        default=False,
+        metadata={
+            "help": "Train a LoRA adapter instead of every weight (TRL's peft_config); checkpoints, best/ and final/ "
+            "hold the adapter only (adapter_config.json + adapter_model.safetensors). Needs peft."
+        },
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank r (use_peft)."})
+    lora_alpha: float = field(
+        default=32, metadata={"help": "LoRA scaling alpha: the update is (alpha / r) B A (use_peft)."}
+    )
+    lora_dropout: float = field(
+        default=0.05, metadata={"help": "Dropout on the LoRA branch's input, in [0, 1)."}
+    )
+    lora_target_modules: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Module names (suffixes) that get adapters, e.g. [q_proj, v_proj]; None = 'all-linear' "
+            "(every linear layer but the output head). Checked against the model before training."
+        },
+    )
+    merge_adapter: bool = field(
+        default=False,
+        metadata={
+            "help": "When model_name_or_path is an adapter folder: merge it into its base first (then train the "
+            "full model, or a new adapter with use_peft). False: keep training that adapter."
+        },
+    )
+    adapter_base_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "Base model of an adapter model_name_or_path, instead of its adapter_config.json's "
+            "base_model_name_or_path (a run folder moved to another machine)."
+        },
+    )
+
     # --- tiny CPU runs ---------------------------------------------------------------------------
     build_tiny: dict[str, Any] | None = field(
         default=None,
@@ -283,6 +321,7 @@ class RemarkGRPOConfig(GRPOConfig):
 
     def __post_init__(self) -> None:
         validate_remark_fields(self)
+        validate_lora(self)
         super().__post_init__()
         validate_remark_layout(self)
 

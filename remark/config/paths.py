@@ -5,7 +5,7 @@ on another (tests build configs naming paths that do not exist). What is checked
 
 - ``data_dir`` and ``validation_data_dir``: a dataset written by ``remark prep`` (``requests.parquet``);
 - ``model_name_or_path``: an existing path must be a model directory (``config.json`` and tokenizer
-  files, as ``save_pretrained`` writes); anything else must look like a hub id (``org/name``), and
+  files, as ``save_pretrained`` writes) or a LoRA adapter folder whose base is there; anything else must look like a hub id (``org/name``), and
   with ``HF_HUB_OFFLINE=1`` (or ``TRANSFORMERS_OFFLINE=1``) it must already be in the local hub cache,
   since nothing will be downloaded. transformers' own errors for these cases are tracebacks several
   frames deep, after the dataset has loaded.
@@ -41,6 +41,11 @@ def check_model_path(value: Any, field: str = "model_name_or_path", *, need_toke
     if path.exists():
         if not path.is_dir():
             raise InputError("is a file, not a model directory", path=path, field=field, hint=MODEL_HINT)
+        if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
+            from eval.adapters import adapter_base
+
+            adapter_base(path)  # a LoRA adapter: its recorded base must be loadable (InputError says why not)
+            return
         if not (path / "config.json").is_file():
             raise InputError("not a model directory: no config.json", path=path, field=field, hint=MODEL_HINT)
         if need_tokenizer and not any((path / name).is_file() for name in TOKENIZER_FILES):

@@ -77,7 +77,7 @@ def scripted(monkeypatch):
         got.validation += list(zip(completions, ids, strict=True))
         return shown, ids
 
-    def generate_lists(model_dir, prompts, meta, cfg):
+    def generate_lists(model_dir, prompts, meta, cfg, adapter=None):
         greedy = [TEXTS[_rid(p[-1]["content"])] for p in prompts]
         return Generated(greedy=greedy, samples=None, engine="transformers", prompts=[])
 

@@ -1,0 +1,142 @@
+"""LoRA / PEFT adapter folders: recognise one, find its base model, load it (merged or not), merge it.
+
+An adapter folder is what ``peft.PeftModel.save_pretrained`` writes (a LoRA run's ``checkpoint-N/``,
+``best/`` and ``final/``): ``adapter_config.json`` and ``adapter_model.safetensors``, no full weights.
+Its base model is read from ``adapter_config.json["base_model_name_or_path"]`` (PEFT records the path or
+hub id the base was loaded from); ``base=`` overrides it, for a run folder moved to another machine.
+
+peft is an optional dependency (``pip install 'remark[lora]'``), imported only when an adapter is
+actually loaded; asking for one without it is an ``InputError`` saying how to install it.
+
+Merging (``merge=True`` or :func:`merge_adapter`) folds ``W + (alpha / r) B A`` into the base weights
+(``peft``'s ``merge_and_unload``): the merged model generates the same lists up to float rounding and
+needs no peft to load; vLLM needs it merged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import InputError
+
+ADAPTER_CONFIG = "adapter_config.json"
+PEFT_HINT = "pip install 'remark[lora]' (or pip install peft)"
+
+
+def is_adapter_dir(path: str | Path) -> bool:
+    """True when ``path`` is a folder with an ``adapter_config.json`` (a PEFT adapter)."""
+    return (Path(path) / ADAPTER_CONFIG).is_file()
+
+
+def peft_installed() -> bool:
+    return importlib.util.find_spec("peft") is not None
+
+
+def require_peft(field: str | None = None) -> None:
+    """Raise ``InputError`` naming ``field`` when peft is not installed."""
+    if not peft_installed():
+        raise InputError(
+            "LoRA / PEFT needs the peft library, which is not installed", field=field, hint=PEFT_HINT
+        )
+
+
+def adapter_base(path: str | Path, base: str | Path | None = None) -> str:
+    """The base model of the adapter at ``path``: ``base`` when given, else its ``adapter_config.json``'s.
+
+    A recorded base that is a local path which no longer exists (a moved run) is an ``InputError`` that
+    says to pass the base explicitly; a hub id is returned as is (loading it needs the hub or its cache).
+    """
+    path = Path(path)
+    if base is not None:
+        return str(base)
+    cfg_path = path / ADAPTER_CONFIG
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise InputError(f"cannot read the adapter config ({err})", path=cfg_path) from None
+    recorded = cfg.get("base_model_name_or_path") if isinstance(cfg, dict) else None
+    if not recorded:
+        raise InputError(
+            "the adapter config names no base model",
+            path=cfg_path,
+            field="base_model_name_or_path",
+            hint="pass the base model explicitly (--base-model)",
+        )
+    looks_local = recorded.startswith(("/", ".", "~")) or Path(recorded).exists()
+    if looks_local and not (Path(recorded).expanduser() / "config.json").is_file():
+        raise InputError(
+            f"the adapter's base model {recorded!r} is not a model folder here",
+            path=cfg_path,
+            field="base_model_name_or_path",
+            hint="pass the base model's folder explicitly (--base-model)",
+        )
+    return recorded
+
+
+def check_model_dir(path: str | Path) -> None:
+    """A full model folder (``config.json``) or an adapter folder; else an ``InputError``."""
+    path = Path(path)
+    if not (path / "config.json").is_file() and not is_adapter_dir(path):
+        raise InputError(
+            "not a model directory (no config.json) nor an adapter (no adapter_config.json)",
+            path=path,
+            hint="pass a save_pretrained dir, or a LoRA run's best/ or final/",
+        )
+
+
+def load_tokenizer(path: str | Path, base: str | Path | None = None) -> Any:
+    """The tokenizer saved beside the model or adapter, else the adapter's base model's."""
+    from transformers import AutoTokenizer
+
+    path = Path(path)
+    has_own = any((path / n).is_file() for n in ("tokenizer.json", "tokenizer_config.json"))
+    if has_own or not is_adapter_dir(path):
+        return AutoTokenizer.from_pretrained(path)
+    return AutoTokenizer.from_pretrained(adapter_base(path, base))
+
+
+def load_causal_lm(
+    path: str | Path,
+    *,
+    merge: bool = False,
+    base: str | Path | None = None,
+    trainable: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """``AutoModelForCausalLM`` from a model folder, or base + adapter from an adapter folder.
+
+    ``merge``: fold the adapter into the base weights and return a plain model (no peft wrapper).
+    ``trainable``: the adapter's weights require grad (to continue training it); ``kwargs`` go to
+    ``from_pretrained`` (dtype, device_map).
+    """
+    from transformers import AutoModelForCausalLM
+
+    check_model_dir(path)
+    if not is_adapter_dir(path):
+        return AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    require_peft(field="model")
+    from peft import PeftModel
+
+    model = AutoModelForCausalLM.from_pretrained(adapter_base(path, base), **kwargs)
+    model = PeftModel.from_pretrained(model, str(path), is_trainable=trainable and not merge)
+    return model.merge_and_unload() if merge else model
+
+
+def merge_adapter(path: str | Path, out: str | Path, *, base: str | Path | None = None) -> Path:
+    """Write the merged model (safetensors) and the tokenizer to ``out``, atomically; returns ``out``."""
+    from catalog.io import atomic_dir
+
+    if not is_adapter_dir(path):
+        raise InputError("not an adapter folder (no adapter_config.json)", path=path, field="--adapter")
+    model = load_causal_lm(path, merge=True, base=base)
+    tokenizer = load_tokenizer(path, base)
+    with atomic_dir(out, kind="merged-model", inputs=[path]) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "merged_from.json").write_text(
+            json.dumps({"adapter": str(path), "base": adapter_base(path, base)}, indent=2) + "\n"
+        )
+    return Path(out)
