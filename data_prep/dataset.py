@@ -39,6 +39,7 @@ from catalog.errors import InputError
 from catalog.io import atomic_dir
 from catalog.match import GroundingSettings
 from catalog.table import Catalog, load_catalog
+from data_prep.card import dataset_card
 from data_prep.pool import expand_responders
 from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
 from data_prep.stats import dataset_stats
@@ -85,6 +86,7 @@ def write_dataset(
     report: Report | None = None,
     inputs: Sequence[str | Path] = (),
     force: bool = False,
+    command: str | None = None,
 ) -> PooledDataset:
     """Write the five files of a dataset directory atomically and return what was written.
 
@@ -93,6 +95,8 @@ def write_dataset(
     (``matcher.settings``), written as ``meta["grounding"]``; legacy grounding keys in ``meta`` are dropped.
     ``inputs`` (the files it was read from) are never replaced; ``force`` replaces a folder that is not an
     earlier dataset (``catalog.io.atomic_dir``).
+    A dataset card (``README.md``, ``data_prep.card``) with the pooled statistics goes in the same folder;
+    ``command`` (the command line that wrote it) is recorded in the card and in ``meta["command"]``.
     """
     missing = [k for k in META_KEYS if k not in meta]
     if missing:
@@ -101,6 +105,8 @@ def write_dataset(
         raise TypeError(f"grounding must be a GroundingSettings, got {type(grounding).__name__}")
     meta = {k: v for k, v in meta.items() if k not in LEGACY_GROUNDING_KEYS}
     meta["grounding"] = grounding.to_dict()
+    if command is not None:
+        meta["command"] = command
     requests = pooled.select(*REQUESTS_SCHEMA).cast(REQUESTS_SCHEMA)
     rows = expand_responders(pooled)
     stats = dataset_stats(requests)
@@ -112,6 +118,8 @@ def write_dataset(
         catalog.df.write_parquet(tmp / "catalog.parquet")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+        card = dataset_card(meta, stats, name=Path(out_dir).name, command=command)
+        (tmp / "README.md").write_text(card, encoding="utf-8")
     return PooledDataset(requests, rows, catalog, dict(meta), Path(out_dir))
 
 

@@ -237,7 +237,7 @@ def generate_world(
     return SyntheticWorld(catalog=catalog, threads=threads, relevant=relevant_df, meta=meta)
 
 
-def build_dataset(out_dir, *, grounding=None, force: bool = False, **world_kwargs):
+def build_dataset(out_dir, *, grounding=None, force: bool = False, command=None, **world_kwargs):
     """Generate a world and write it as a prepared dataset directory (``remark prep``'s layout).
 
     ``grounding`` (a ``catalog.match.GroundingSettings``, default fuzzy) grounds the threads and is
@@ -258,4 +258,4 @@ def build_dataset(out_dir, *, grounding=None, force: bool = False, **world_kwarg
     pooled = pool_threads(threads, Matcher(catalog, grounding))
     meta = {k: world.meta[k] for k in ("source", "domain", "has_years", "instruction_included")}
     meta["generator"] = {k: v for k, v in world.meta.items() if k not in meta}
-    return write_dataset(out_dir, pooled, catalog, meta, grounding=grounding, force=force)
+    return write_dataset(out_dir, pooled, catalog, meta, grounding=grounding, force=force, command=command)

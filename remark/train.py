@@ -278,12 +278,15 @@ def run_training(
     resume: str | bool | None = None,
     callbacks: Sequence[Any] = (),
     overwrite: bool = False,
+    command: str | None = None,
 ) -> dict[str, Any]:
     """Train with ``cfg``; ``resume`` is a checkpoint path, True (the newest complete one in output_dir)
     or None; ``overwrite`` clears a previous run's files from output_dir first (see the module docstring).
 
     ``callbacks`` are extra ``transformers.TrainerCallback``s (progress bars, custom logging), added after
-    the ones the config asks for (validation, divergence guard, group-size advisor).
+    the ones the config asks for (validation, divergence guard, group-size advisor). ``command`` (the command
+    line, ``remark train`` passes its own) goes into the model cards of ``best/`` and ``final/``
+    (``remark.cards``).
     """
     from data_prep.dataset import choose_grounding, load_dataset
     from remark.callbacks import DivergenceGuard, ValidationCallback
@@ -393,6 +396,9 @@ def run_training(
     if trainer.accelerator.is_main_process:
         with atomic_write(out / "train_summary.json") as tmp:
             tmp.write_text(json.dumps(summary, indent=2) + "\n")
+        from remark.cards import write_run_cards
+
+        write_run_cards(out, cfg, summary, command=command or "run_training (Python API)")
     return summary
 
 

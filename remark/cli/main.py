@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import shlex
 import sys
 import traceback
 
@@ -46,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "recipes": "remark.cli.recipes",
     "eval": "remark.cli.eval",
     "merge-adapter": "remark.cli.adapter",
+    "card": "remark.cli.card",
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",
     "demo": "remark.cli.demo",
@@ -95,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse: --help / --version (0) or a bad flag (2, usage printed)
         return exit_.code if isinstance(exit_.code, int) else EXIT_USER
+    # the exact command, for the cards a command writes (dataset and model cards)
+    args.command_line = shlex.join(["remark", *(sys.argv[1:] if argv is None else argv)])
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 1

@@ -128,6 +128,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
             seed=args.seed,
             grounding=grounding,
             force=args.force,
+            command=getattr(args, "command_line", None),
         )
     except ValueError as err:
         raise InputError(str(err), field="--n-requests/--n-items", hint="see `remark prep --help`") from err
@@ -206,7 +207,15 @@ def run(args: argparse.Namespace) -> int:
         "split_by_time": by_time.spec if by_time else None,
     }
     ds = write_dataset(
-        args.out, pooled, catalog, meta, grounding=grounding, report=report, inputs=sources, force=args.force
+        args.out,
+        pooled,
+        catalog,
+        meta,
+        grounding=grounding,
+        report=report,
+        inputs=sources,
+        force=args.force,
+        command=getattr(args, "command_line", None),
     )
     return _report(args, ds)
 

@@ -85,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     cfg = composed.config
     resume = True if args.resume == "latest" else args.resume
-    summary = run_training(cfg, resume=resume, overwrite=args.overwrite)
+    summary = run_training(
+        cfg, resume=resume, overwrite=args.overwrite, command=getattr(args, "command_line", None)
+    )
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

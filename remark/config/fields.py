@@ -301,6 +301,14 @@ class RemarkGRPOConfig(GRPOConfig):
         },
     )
 
+    model_card_license: str | None = field(
+        default=None,
+        metadata={
+            "help": "license of the model cards in best/ and final/ (a Hugging Face license id; it is the base "
+            "model's license); None = 'unknown'."
+        },
+    )
+
     # --- tiny CPU runs ---------------------------------------------------------------------------
     build_tiny: dict[str, Any] | None = field(
         default=None,

@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from catalog.errors import InputError
+from data_prep.card import read_card_header
 from remark.config import RemarkGRPOConfig
 from remark.train import run_training
 
@@ -123,6 +124,13 @@ def test_lora_trains_the_adapter_only_resumes_and_evaluates(hand_dataset, hand_m
         assert {"adapter_config.json", "adapter_model.safetensors"} <= names, folder
         assert "model.safetensors" not in names, folder  # adapter-only: no copy of the base weights
     assert adapter_base(out / "final") == str(hand_model_dir)
+    card = read_card_header((out / "final" / "README.md").read_text())  # ours, not PEFT's template
+    assert card["library_name"] == "peft" and card["base_model"] == str(hand_model_dir)
+    assert "lora" in card["tags"]
+    assert (
+        "| LoRA | r 4, alpha 8, dropout 0.0, targets ['q_proj', 'v_proj'] |"
+        in (out / "final" / "README.md").read_text()
+    )
 
     # the adapter changed (B starts at 0), the base did not: merged = base + (alpha / r) B A on q/v only
     weights = load_file(str(out / "final" / "adapter_model.safetensors"))

@@ -1,0 +1,288 @@
+"""Model cards: the ``README.md`` of a run's ``best/`` and ``final/`` (Hugging Face's model-card format).
+
+The YAML header holds ``base_model``, ``datasets``, ``library_name`` (``peft`` for a LoRA adapter, else
+``transformers``), ``license``, ``tags`` and ``pipeline_tag``; the body the method (reward scheme, recipe,
+loss, K, G, learning rate, KL, LoRA or full fine-tuning, grounding), the training data's pooled statistics
+(the dataset's ``stats.json``), the validation metrics of the folder's step with 95% bootstrap CIs over
+requests (``eval.bootstrap.intervals`` on ``eval/step_XXXXXX.parquet``, the values the validation wrote),
+the test metrics with CIs once known, and the exact command.
+
+What a card is built from is kept beside it as ``card.json``, so ``remark card DIR --test EVAL_DIR``
+re-renders it with the test metrics of a ``remark eval run`` output (its ``metrics.json``). A run that
+dies before its end leaves ``best/`` without a card (cards are written when the run finishes).
+
+Pushing to the Hub is TRL's (``push_to_hub: true``, ``hub_model_id``, ``hub_private_repo``,
+``hub_strategy``): the Trainer uploads ``output_dir`` itself; these cards are the README it finds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from catalog.io import atomic_write
+from data_prep.card import card_header
+
+CARD_JSON = "card.json"
+#: the metric keys a card shows (others stay in the eval tables)
+CARD_VIEWS = ("per_responder", "union")
+
+
+def validation_intervals(
+    per_request_path: str | Path, *, n_resamples: int = 9999
+) -> dict[str, dict[str, float]]:
+    """``{key: {"mean", "ci_low", "ci_high"}}`` for the recall/NDCG keys of a validation step's parquet."""
+    import polars as pl
+
+    from eval.bootstrap import BootstrapConfig, intervals
+    from eval.views import split_key
+
+    table = pl.read_parquet(per_request_path)
+    keys = []
+    for key in table.columns:
+        try:
+            metric, view = split_key(key)
+        except ValueError:
+            continue
+        if view in CARD_VIEWS and metric.split("@")[0] in ("recall", "ndcg"):
+            keys.append(key)
+    if not keys:
+        return {}
+    return intervals(table, keys, BootstrapConfig(n_resamples=n_resamples))
+
+
+def card_context(cfg: Any, *, base_model: str, command: str | None, adapter: bool) -> dict[str, Any]:
+    """What a run's cards say about the method and the data (JSON-ready; saved as ``card.json``)."""
+    data = Path(cfg.data_dir)
+    stats = json.loads((data / "stats.json").read_text()) if (data / "stats.json").is_file() else {}
+    meta = json.loads((data / "meta.json").read_text()) if (data / "meta.json").is_file() else {}
+    method = {
+        "reward_scheme": cfg.reward_scheme,
+        "recipe": cfg.recipe,
+        "loss_type": cfg.loss_type,
+        "num_ranks": cfg.num_ranks,
+        "num_generations": cfg.num_generations,
+        "learning_rate": cfg.learning_rate,
+        "beta": cfg.beta,
+        "advantage_scaling": cfg.advantage_scaling,
+        "sampling": cfg.sampling,
+        "max_completion_length": cfg.max_completion_length,
+    }
+    lora = None
+    if adapter:
+        lora = {
+            "r": cfg.lora_r,
+            "alpha": cfg.lora_alpha,
+            "dropout": cfg.lora_dropout,
+            "target_modules": cfg.lora_target_modules or "all-linear",
+        }
+    return {
+        "base_model": base_model,
+        "dataset": {"path": str(data), "name": data.name, "source": meta.get("source"), "stats": stats},
+        "grounding": cfg.grounding().to_dict(),
+        "method": method,
+        "lora": lora,
+        "license": getattr(cfg, "model_card_license", None) or "unknown",
+        "command": command,
+    }
+
+
+def _table(rows: dict[str, dict[str, float]]) -> list[str]:
+    out = ["| metric | value | 95% CI |", "|---|---|---|"]
+    for key, v in rows.items():
+        out.append(f"| `{key}` | {v['mean']:.4f} | [{v['ci_low']:.4f}, {v['ci_high']:.4f}] |")
+    return out
+
+
+def model_card(context: dict[str, Any], *, kind: str, step: int | None, total_steps: int) -> str:
+    """The card text of ``best/`` or ``final/`` (``kind``) from :func:`card_context` plus what is known."""
+    method, lora, data = context["method"], context["lora"], context["dataset"]
+    scheme = method["reward_scheme"]
+    tags = ["remark", "trl", "grpo", "rank-level-rl", "recommendation", f"reward-{scheme}"]
+    tags += ["lora"] if lora else []
+    header = card_header(
+        {
+            "base_model": context["base_model"],
+            "datasets": [data["name"]],
+            "library_name": "peft" if lora else "transformers",
+            "license": context["license"],
+            "tags": tags,
+            "pipeline_tag": "text-generation",
+        }
+    )
+    who = {
+        "union": "ReMaRk's union rank rewards (a slot is a hit when any responder named its item)",
+        "responder": "Rank-GRPO's rank rewards (one responder's items)",
+    }
+    lines = [
+        f"# {kind}: step {step if step is not None else 'n/a'} of {total_steps}",
+        "",
+        f"A ranked-list recommender fine-tuned with remark's rank-level GRPO, "
+        f"{who.get(scheme, f'the {scheme!r} reward scheme')}, from `{context['base_model']}`"
+        + (
+            " as a LoRA adapter: load it on that base (`remark eval run --model` this folder)."
+            if lora
+            else "."
+        ),
+        "",
+        "## Method",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        *(f"| {k} | {v} |" for k, v in method.items() if v is not None),
+    ]
+    if lora:
+        lines += [
+            f"| LoRA | r {lora['r']}, alpha {lora['alpha']}, dropout {lora['dropout']}, "
+            f"targets {lora['target_modules']} |"
+        ]
+    else:
+        lines += ["| fine-tuning | every weight |"]
+    rule = ", ".join(f"{k} {v}" for k, v in context["grounding"].items())
+    lines += [f"| grounding | {rule} |", ""]
+    stats = data.get("stats") or {}
+    lines += ["## Training data", "", f"`{data['path']}` (source: {data.get('source') or 'n/a'})."]
+    if stats.get("requests"):
+        splits = ", ".join(f"{k} {v['requests']}" for k, v in stats.get("by_split", {}).items())
+        share = stats.get("single_mention_item_share")
+        lines += [
+            "",
+            f"{stats['requests']} requests ({splits}); responders per request: mean "
+            f"{stats['n_responders']['mean']:.2f}; union size: mean {stats['union_size']['mean']:.2f}; "
+            f"union items named by one responder: {'n/a' if share is None else f'{100 * share:.1f}%'}.",
+        ]
+    lines.append("")
+    validation = context.get("validation")
+    if validation:
+        lines += [
+            "## Validation",
+            "",
+            f"Validation lists at step {validation['step']} (`eval/...`: greedy, `sampled/...`: sampled); the "
+            f"best step by `{validation.get('best_metric')}` is {validation.get('best_step')}. 95% BCa "
+            "bootstrap CIs over requests.",
+            "",
+            *_table(validation["metrics"]),
+            "",
+        ]
+    test = context.get("test")
+    if test:
+        lines += [
+            "## Test",
+            "",
+            f"`remark eval run` on `{test['data']}` split `{test['split']}` ({test['n_requests']} requests, "
+            f"{test['lists']} lists); 95% CIs over requests.",
+            "",
+            *_table(test["metrics"]),
+            "",
+        ]
+    else:
+        lines += [
+            "## Test",
+            "",
+            "Not measured yet: `remark card` this folder `--test` an eval run's output.",
+            "",
+        ]
+    if context.get("command"):
+        lines += ["## How it was made", "", "```bash", context["command"], "```", ""]
+    return header + "\n" + "\n".join(lines)
+
+
+def write_model_card(
+    folder: str | Path, context: dict[str, Any], *, kind: str, step: int | None, total_steps: int
+) -> Path:
+    """Write ``README.md`` and ``card.json`` into ``folder`` (each atomically); returns the card's path."""
+    folder = Path(folder)
+    doc = {**context, "kind": kind, "step": step, "total_steps": total_steps}
+    with atomic_write(folder / CARD_JSON) as tmp:
+        tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    with atomic_write(folder / "README.md") as tmp:
+        tmp.write_text(model_card(context, kind=kind, step=step, total_steps=total_steps), encoding="utf-8")
+    return folder / "README.md"
+
+
+def eval_run_metrics(eval_dir: str | Path) -> dict[str, Any]:
+    """The card's test section from a ``remark eval run`` output folder (its ``metrics.json``)."""
+    from catalog.errors import InputError
+
+    path = Path(eval_dir) / "metrics.json"
+    if not path.is_file():
+        raise InputError(
+            "no metrics.json here",
+            path=eval_dir,
+            field="--test",
+            hint="pass a `remark eval run --out` folder",
+        )
+    result = json.loads(path.read_text())
+    rows = {}
+    for view in CARD_VIEWS:
+        for metric, v in (result.get(view) or {}).items():
+            if metric.split("@")[0] in ("recall", "ndcg") and isinstance(v, dict) and "mean" in v:
+                rows[f"eval/{metric}/{view}"] = {k: v[k] for k in ("mean", "ci_low", "ci_high")}
+    settings = result.get("settings", {})
+    return {
+        "data": settings.get("data"),
+        "split": settings.get("split"),
+        "n_requests": result.get("n_requests"),
+        "lists": settings.get("lists", "greedy"),
+        "metrics": rows,
+    }
+
+
+def add_test_metrics(folder: str | Path, eval_dir: str | Path) -> Path:
+    """Re-render the card of ``folder`` (from its ``card.json``) with the test metrics of ``eval_dir``."""
+    from catalog.errors import InputError
+
+    folder = Path(folder)
+    if not (folder / CARD_JSON).is_file():
+        raise InputError(
+            "no card.json: this folder's card was not written by remark train", path=folder, field="model"
+        )
+    doc = json.loads((folder / CARD_JSON).read_text())
+    kind, step, total = doc.pop("kind"), doc.pop("step"), doc.pop("total_steps")
+    doc["test"] = eval_run_metrics(eval_dir)
+    return write_model_card(folder, doc, kind=kind, step=step, total_steps=total)
+
+
+def step_validation(out: Path, step: int, n_resamples: int = 9999) -> dict[str, dict[str, float]]:
+    """Greedy (``eval/...``) and sampled (``sampled/...``) validation intervals of ``step``, when validated."""
+    rows: dict[str, dict[str, float]] = {}
+    greedy = out / "eval" / f"step_{step:06d}.parquet"
+    sampled = out / "sampled" / "eval" / f"step_{step:06d}.parquet"
+    if greedy.is_file():
+        rows.update(validation_intervals(greedy, n_resamples=n_resamples))
+    if sampled.is_file():
+        for key, v in validation_intervals(sampled, n_resamples=n_resamples).items():
+            rows["sampled/" + key.removeprefix("eval/")] = v
+    return rows
+
+
+def write_run_cards(
+    out: str | Path, cfg: Any, summary: dict[str, Any], *, command: str | None, n_resamples: int = 9999
+) -> list[Path]:
+    """Cards for ``out/final`` and ``out/best`` (when present) at the end of ``run_training``."""
+    from eval.adapters import adapter_base, is_adapter_dir
+
+    out = Path(out)
+    written = []
+    best = summary.get("best")
+    for kind in ("final", "best"):
+        folder = out / kind
+        if not folder.is_dir():
+            continue
+        adapter = is_adapter_dir(folder)
+        base = adapter_base(folder) if adapter else str(cfg.model_name_or_path)
+        step = summary["global_step"] if kind == "final" else (best or {}).get("step")
+        context = card_context(cfg, base_model=base, command=command, adapter=adapter)
+        metrics = step_validation(out, step, n_resamples) if step is not None else {}
+        if metrics:
+            context["validation"] = {
+                "step": step,
+                "best_step": None if best is None else f"step {best['step']} ({best['value']:.4f})",
+                "best_metric": None if best is None else best["metric"],
+                "metrics": metrics,
+            }
+        written.append(
+            write_model_card(folder, context, kind=kind, step=step, total_steps=summary["global_step"])
+        )
+    return written
