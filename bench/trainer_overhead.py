@@ -437,6 +437,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work-dir", default="/tmp/remark_overhead", help="world cache (data, model)")
     ap.add_argument("--json", default=None, help="write all step records and the summary here")
+    ap.add_argument(
+        "--profile-out",
+        default=None,
+        help="also time the remark trainer at each of --profile-group-sizes and write a cost profile here "
+        "(bench/gpu_check.py's format, for remark plan-group-size --profile; --reps 0 skips the comparison)",
+    )
+    ap.add_argument("--profile-group-sizes", default="4,8,16", help="G of the profile (default %(default)s)")
     a = ap.parse_args(argv)
 
     torch.set_num_threads(a.threads)
@@ -489,10 +496,47 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "torch": torch.__version__,
         }
     )
-    print_summary(summary)
+    if runs:
+        print_summary(summary)
     if a.json:
         Path(a.json).write_text(json.dumps({"summary": summary, "runs": runs}, indent=2))
+    if a.profile_out:
+        summary["profile"] = write_cpu_profile(a, world)
     return summary
+
+
+def write_cpu_profile(a: argparse.Namespace, world: World) -> dict[str, Any]:
+    """``bench/gpu_check.py``'s runs and profile points on this CPU (G in increasing order: memory is the
+    process's peak RSS, which never resets, so each point is the peak up to and including its run)."""
+    from gpu_check import profile_points, run_one
+
+    ns = argparse.Namespace(**{**vars(a), "no_gradient_checkpointing": True})
+    groups = sorted({int(g) for g in a.profile_group_sizes.split(",") if g.strip()})
+    runs = [run_one("remark", g, world, ns, False, float("inf")) for g in groups]
+    profile = {
+        "device": f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{torch.get_num_threads()} torch threads)",
+        "model": f"remark.tiny.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
+        "points": profile_points(runs),
+        "settings": {
+            "prompts": a.prompts,
+            "max_completion_length": a.max_completion_length,
+            "k": a.k,
+            "steps": a.steps,
+            "warmup": a.warmup,
+        },
+        "memory_unit": "GiB (process peak RSS, never reset; G in increasing order)",
+        "source": "bench/trainer_overhead.py --profile-out (RemarkGRPOTrainer runs)",
+        "load": [os.getloadavg()[0]],
+    }
+    Path(a.profile_out).write_text(json.dumps(profile, indent=2) + "\n")
+    for r in runs:
+        if r["status"] != "ok":
+            print(f"profile G={r['G']}: {r['status']}: {r.get('error')}")
+    for pt in profile["points"]:
+        print(f"profile G={pt['G']}: step {pt['step_s']:.3f} s, peak RSS {pt['peak_mem_gb']:.2f} GiB")
+    print(f"wrote {a.profile_out} ({len(profile['points'])} of {len(groups)} G measured)")
+    return profile
 
 
 #: What the remark trainer logs about the sampled lists (TRL's plain trainer has none of these).
