@@ -12,6 +12,13 @@ written the same way under ``<output_dir>/sampled/`` (so every log tool reads th
 checkpoint, not the last, is what a run hands to evaluation. On resume, log lines past the resumed step
 are dropped (they belong to the abandoned continuation) and the best so far is read back.
 
+Experiment tracking: once attached to the trainer (``attach``, done by ``run_training``), each
+validation's values go to the trainer's loggers (``report_to``: TensorBoard, wandb, ...) through its
+callback handler's ``on_log``, beside TRL's and the trainer's own logs (rank rewards, zero-signal share,
+parsed / grounded / hits per list), with the 95% bootstrap CI of ``validation_metric`` over requests and,
+given a baseline run's folder, the steps-to-reach of the baseline's last validated value
+(``eval.steps.steps_to_reach``, recomputed at every validation).
+
 ``DivergenceGuard`` stops training when the logged KL to the reference (``kl``, TRL's k3 estimate) or
 the mean |log pi - log pi_ref| (``train/abs_log_ratio_ref``) passes its threshold, writing
 ``stopped.json``; the best checkpoint stays in place.
@@ -32,6 +39,7 @@ from typing import Any
 import polars as pl
 from transformers import TrainerCallback
 
+from catalog.errors import InputError
 from catalog.io import atomic_dir, atomic_write
 from catalog.match import GroundingSettings, Matcher
 from data_prep.dataset import PooledDataset
@@ -61,13 +69,18 @@ class ValidationCallback(TrainerCallback):
         num_samples: int = 0,
         temperature: float = 1.0,
         seed: int = 0,
+        baseline_run: str | Path | None = None,
     ) -> None:
+        if baseline_run is not None:  # the baseline must log the metric: fail before training, listing names
+            from eval.steps import resolve_metric
+
+            resolve_metric([baseline_run], metric)
+        self.baseline_run = None if baseline_run is None else Path(baseline_run)
+        self._report: Any = None  # the trainer's callback_handler.on_log (attach)
         requests = dataset.requests.filter(pl.col("split") == split)
         if max_requests is not None:
             requests = requests.head(max_requests)
         if requests.height == 0:
-            from catalog.errors import InputError
-
             raise InputError(
                 f"validation split {split!r} has no request",
                 field="valid_split",
@@ -117,14 +130,54 @@ class ValidationCallback(TrainerCallback):
             self._wall_before = max([self._wall_before, *(x["wall_s"] for x in kept)])
             self._done |= {x["step"] for x in kept}
 
+    def attach(self, trainer: Any) -> None:
+        """Send each validation's values to the trainer's loggers (``report_to``: TensorBoard, wandb, ...)
+        through its callback handler's ``on_log``, as its own logs go (``run_training`` calls this)."""
+        self._report = trainer.callback_handler.on_log
+
+    def tracked(
+        self, out: Path, per_request: dict[str, pl.DataFrame], values: dict[str, float]
+    ) -> dict[str, float]:
+        """What the loggers get beside the values: the 95% CI of ``metric`` over requests
+        (``validation/<metric>/ci_low|ci_high``, ``eval.bootstrap``) and, with a baseline run, the
+        steps-to-reach of its last validation's value (``reach/<metric>/...``, ``eval.steps``)."""
+        from eval.bootstrap import intervals
+
+        lists = "sampled" if self.metric.startswith("sampled/") else "eval"
+        rest = self.metric.removeprefix("sampled/").removeprefix("eval/")
+        key = f"eval/{rest}"
+        table = per_request.get(lists)
+        extra: dict[str, float] = {}
+        if table is not None and key in table.columns and self.metric in values:
+            iv = intervals(table, [key])[key]
+            extra |= {
+                f"validation/{self.metric}/ci_low": iv["ci_low"],
+                f"validation/{self.metric}/ci_high": iv["ci_high"],
+            }
+        if self.baseline_run is not None:
+            from eval.steps import resolve_metric, steps_to_reach
+
+            try:
+                (run, k), (base, _) = resolve_metric([out, self.baseline_run], self.metric)
+                r = steps_to_reach(run, base, key=k)
+            except InputError as err:  # e.g. validated on other requests: say so once, train on
+                print(f"note: steps-to-reach against {self.baseline_run} is off: {err}")
+                self.baseline_run = None
+                return {k: v for k, v in extra.items() if v == v}
+            name = f"reach/{self.metric}"
+            extra |= {f"{name}/reached": float(r["reached"]), f"{name}/baseline_value": r["baseline_value"]}
+            extra[f"{name}/baseline_step"] = float(r["baseline_step"])
+            if r["reached"]:
+                extra |= {f"{name}/fraction": r["fraction"], f"{name}/step": r["step"]}
+                extra |= {f"{name}/ci_low": r["ci_low"], f"{name}/ci_high": r["ci_high"]}
+        return {k: v for k, v in extra.items() if v == v and abs(v) != float("inf")}
+
     # -- hooks ---------------------------------------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
         zero3 = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3" or "zero3" in str(
             args.deepspeed or ""
         )
         if zero3:
-            from catalog.errors import InputError
-
             raise InputError(
                 "validation during training is not supported under DeepSpeed (sharded weights)",
                 field="validation_steps",
@@ -134,11 +187,11 @@ class ValidationCallback(TrainerCallback):
         if state.is_world_process_zero:
             self._restore(args, state.global_step)
             if state.global_step not in self._done:
-                self._validate(args, state, model, processing_class)
+                self._validate(args, state, model, processing_class, control)
 
     def on_step_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         if self.every and state.global_step % self.every == 0 and state.is_world_process_zero:
-            self._validate(args, state, model, processing_class)
+            self._validate(args, state, model, processing_class, control)
 
     def measure(
         self, model: Any, tokenizer: Any, *, sampled: bool = False
@@ -177,7 +230,9 @@ class ValidationCallback(TrainerCallback):
         with (root / "eval_log.jsonl").open("a") as fh:
             fh.write(json.dumps(record) + "\n")
 
-    def _validate(self, args: Any, state: Any, model: Any, tokenizer: Any) -> dict[str, float]:
+    def _validate(
+        self, args: Any, state: Any, model: Any, tokenizer: Any, control: Any = None
+    ) -> dict[str, float]:
         step = int(state.global_step)
         values, per_request = self.measure(model, tokenizer)
         wall = self._wall_before + time.monotonic() - self._t0
@@ -190,10 +245,12 @@ class ValidationCallback(TrainerCallback):
         }
         out = Path(args.output_dir)
         self._record(out, {**stamp, **values}, per_request)
+        tables = {"eval": per_request}
         if self.gen.num_samples:
             sampled, per_request_s = self.measure(model, tokenizer, sampled=True)
             self._record(out / "sampled", {**stamp, **sampled}, per_request_s)
             values.update({f"sampled/{k.removeprefix('eval/')}": v for k, v in sampled.items()})
+            tables["sampled"] = per_request_s
         self._done.add(step)
         value = values.get(self.metric)
         if value is not None and (self.best is None or value > self.best["value"]):
@@ -202,8 +259,15 @@ class ValidationCallback(TrainerCallback):
                 model.save_pretrained(tmp)
                 tokenizer.save_pretrained(tmp)
                 (tmp / "best.json").write_text(json.dumps(self.best, indent=2) + "\n")
+        logs = {**values, **self.tracked(out, tables, values)}
         if state.log_history is not None:
-            state.log_history.append({"step": step, **values})
+            state.log_history.append({"step": step, **logs})
+        if self._report is not None and control is not None:
+            should_log = (
+                control.should_log
+            )  # the handler clears it: the trainer's own log of this step must stay
+            self._report(args, state, control, logs=logs)
+            control.should_log = should_log
         return values
 
 

@@ -341,6 +341,7 @@ def run_training(
                 num_samples=cfg.validation_num_samples,
                 temperature=cfg.validation_temperature,
                 seed=cfg.seed,
+                baseline_run=cfg.baseline_run,
             )
         )
     if cfg.group_size_profile is not None:
@@ -370,6 +371,9 @@ def run_training(
         callbacks=callbacks + extra,
         peft_config=peft_config,
     )
+    for callback in trainer.callback_handler.callbacks:  # validation values go to report_to's loggers too
+        if isinstance(callback, ValidationCallback):
+            callback.attach(trainer)
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if trainer.accelerator.is_main_process:

@@ -22,6 +22,7 @@ from typing import Any
 from trl import GRPOConfig
 
 from remark.config.lora import validate_lora
+from remark.config.tracking import validate_tracking
 from remark.config.validate import LOSS_TYPES, validate_remark_fields, validate_remark_layout
 
 
@@ -301,6 +302,14 @@ class RemarkGRPOConfig(GRPOConfig):
         },
     )
 
+    baseline_run: str | None = field(
+        default=None,
+        metadata={
+            "help": "A baseline run's output_dir (its eval_log.jsonl logs validation_metric): every validation "
+            "logs the steps-to-reach of the baseline's last validated value (reach/<metric>/fraction, with "
+            "its CI) to report_to's loggers. Needs validation_steps."
+        },
+    )
     model_card_license: str | None = field(
         default=None,
         metadata={
@@ -330,6 +339,7 @@ class RemarkGRPOConfig(GRPOConfig):
     def __post_init__(self) -> None:
         validate_remark_fields(self)
         validate_lora(self)
+        validate_tracking(self)
         super().__post_init__()
         validate_remark_layout(self)
 
