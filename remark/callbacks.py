@@ -50,6 +50,17 @@ from eval.views import VIEWS, score_lists, weighted_means
 VALIDATION_METRICS = ("recall", "ndcg")
 
 
+def validation_ks(k: int) -> tuple[int, ...]:
+    """The cut-offs validation logs for lists of K items: 5, 10 and 20 where <= K, and K itself."""
+    return tuple(sorted({c for c in (5, 10, 20) if c <= k} | {k}))
+
+
+def validation_metric_names(k: int) -> list[str]:
+    """Every metric validation logs (``eval/...`` greedy, ``sampled/...`` sampled), e.g. ``eval/recall@20/union``."""
+    keys = [f"{m}@{c}/{v}" for m in VALIDATION_METRICS for c in validation_ks(k) for v in VIEWS]
+    return [f"{prefix}/{key}" for prefix in ("eval", "sampled") for key in keys]
+
+
 class ValidationCallback(TrainerCallback):
     """Greedy validation every N steps; eval log, per-request values and the best checkpoint."""
 
@@ -210,7 +221,7 @@ class ValidationCallback(TrainerCallback):
         finally:
             model.train(was_training)
         _, ids = parse_and_ground([c for per in runs for c in per], self.matcher)
-        ks = tuple(sorted({k for k in (5, 10, 20) if k <= self.k} | {self.k}))
+        ks = validation_ks(self.k)
         scored = score_lists(
             self.requests,
             ids,

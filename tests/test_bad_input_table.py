@@ -372,7 +372,15 @@ CONFIG_CASES = [
     C("set-model-missing", f"{TRAIN} model_name_or_path={{t}}/absent", "--set, field 'model_name_or_path'",
       "absent: model directory not found"),
     C("set-data-missing", f"{TRAIN} data_dir={{t}}/absent", "--set, field 'data_dir'", "directory not found"),
-    C("set-valid-split-missing", f"{TRAIN} validation_steps=1 valid_split=dev", "--set, field 'valid_split'",
+    C(
+        "set-validation-metric-never-logged",
+        f"{TRAIN} validation_steps=1 validation_metric=eval/mrr@3/union",
+        "--set, field 'validation_metric'",
+        "would never be logged",
+    ),
+    C(
+        "set-valid-split-missing",
+        f"{TRAIN} validation_steps=1 validation_metric=eval/recall@3/union valid_split=dev", "--set, field 'valid_split'",
       "no requests in split 'dev'"),
     C("set-trl-divisibility", f"{TRAIN} num_generations=3", "divisible by num_generations",
       "num_generations from --set"),

@@ -139,6 +139,19 @@ def validate_remark_fields(cfg: Any) -> None:
             field="validation_metric",
             hint="e.g. eval/recall@20/union or sampled/recall@20/per_responder",
         )
+    from remark.callbacks import VALIDATION_METRICS, validation_ks, validation_metric_names
+
+    logged = validation_metric_names(cfg.num_ranks)
+    if cfg.validation_steps and cfg.validation_metric not in logged:
+        close = difflib.get_close_matches(cfg.validation_metric, logged, n=1)
+        raise InputError(
+            f"validation_metric {cfg.validation_metric!r} would never be logged, so no best checkpoint could be "
+            f"picked: validation logs {' and '.join(VALIDATION_METRICS)} at k in "
+            f"{list(validation_ks(cfg.num_ranks))} (num_ranks={cfg.num_ranks}) on the per_responder, union and "
+            "single_mention views (CRS filters and the per_mention view are computed by remark eval only)",
+            field="validation_metric",
+            hint=f"did you mean {close[0]!r}?" if close else f"e.g. {logged[0]}",
+        )
     if parts[0] == "sampled" and cfg.validation_steps and not cfg.validation_num_samples:
         raise InputError(
             f"validation_metric {cfg.validation_metric!r} needs sampled validation",

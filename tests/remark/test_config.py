@@ -53,6 +53,21 @@ def test_valid_config_and_defaults():
             "validation_metric",
             "set validation_num_samples",
         ),
+        (
+            {"validation_metric": "eval/recall@20/per_mention", "validation_steps": 5},
+            "validation_metric",
+            "would never be logged",
+        ),
+        (  # K = 5 here: validation logs @5 only
+            {"validation_metric": "eval/recall@10/union", "validation_steps": 5},
+            "validation_metric",
+            "did you mean 'eval/recall@5/union'",
+        ),
+        (
+            {"validation_metric": "eval/mrr@5/union", "validation_steps": 5},
+            "validation_metric",
+            "recall and ndcg at k in [5]",
+        ),
         ({"pass_rate_drop": 1.5}, "pass_rate_drop", "(0, 1]"),
         ({"use_vllm": True}, "use_vllm", "pip install 'remark[vllm]'"),
     ],
