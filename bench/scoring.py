@@ -16,17 +16,23 @@ slot ids, rewards, token ranks and end indices.
 - ``warm``: one scorer of each kind scores ``--warm-steps`` batches first; the timed steps are further
   batches (new rows: the caches hold earlier steps' pieces, lines and titles, as in training).
 
-Times are wall clock (``time.perf_counter``) per ``score`` call; the two paths alternate which goes first
-each step. ``reference_ms`` / ``new_ms``: medians over the timed steps; ``ratio``: median of the per-step
-ratios (same step, same rows), with its min and max (the spread). Per-stage ms come from the scorers'
-``last_timings`` (decode + offsets, parse, ground, rewards = responders + encoding + rank rewards, token
-ranks + end tokens).
+Work (``reference_ms``, ``new_ms``) is the CPU time of this process per ``score`` call
+(``time.process_time``: both paths are single-threaded, and CPU time barely moves with the machine's
+load, where wall time does); the wall times are reported beside them (``*_wall_ms``). The two paths
+alternate which goes first each step. Medians over the timed steps; ``ratio``: the median of the
+per-step ratios reference / new (same step, same rows), with its min and max (the spread). Per-stage ms
+(wall) come from the scorers' ``last_timings`` (decode + offsets, parse, ground, rewards = responders +
+encoding + rewards, token ranks + end tokens).
 
 ``wait_ms`` is what a trainer step waits for scoring: the wall time from handing the rows to a
 ``remark.scoring_pool.ScoringPool`` of ``--pool-workers`` processes (warm: it has scored the warm-up
-steps) to holding the ``ScoredRows``, with nothing overlapped (TRL with transformers generation and
-beta = 0 runs nothing between generation and the reward call). With ``--pool-workers 0`` it is the new
-serial path's wall time. The machine is shared: only ratios measured in the same run mean anything.
+steps) to holding the ``ScoredRows`` (submit, the workers' row stages, the join and the batch part in
+this process), with nothing overlapped: TRL with transformers generation and beta = 0 runs nothing
+between generation and the reward call, so this is what such a step waits; with vLLM's importance
+sampling correction or beta > 0 the old / reference log-prob passes run in between and hide part of it.
+With ``--pool-workers 0`` it is the new serial path's wall time. ``pool_worker_ms`` / ``pool_worker_cpu_ms``:
+the slowest shard's wall / CPU time in its worker per step (on a loaded machine the wall time is mostly
+waiting for a core; the CPU time is the work a free core would do). The machine is shared: only ratios measured in the same run mean anything.
 """
 
 from __future__ import annotations
@@ -80,17 +86,27 @@ def new_scorer(catalog: Catalog, tokenizer: Any) -> RankScorer:
     return RankScorer(catalog, tokenizer, k=K, scheme="union")
 
 
-def timed(fn, *args, **kwargs) -> tuple[Any, float]:
-    t0 = time.perf_counter()
+def timed(fn, *args, **kwargs) -> tuple[Any, float, float]:
+    """(result, CPU ms of this process, wall ms)."""
+    c0, t0 = time.process_time(), time.perf_counter()
     out = fn(*args, **kwargs)
-    return out, 1e3 * (time.perf_counter() - t0)
+    return out, 1e3 * (time.process_time() - c0), 1e3 * (time.perf_counter() - t0)
 
 
 def run_workload(kind: str, catalog: Catalog, tokenizer: Any, a: argparse.Namespace) -> dict[str, Any]:
     load = Workload(kind, catalog, tokenizer, seed=a.seed)
     out: dict[str, Any] = {}
     for cache in ("cold", "warm"):
-        rec: dict[str, list] = {"reference_ms": [], "new_ms": [], "ratio": [], "wait_ms": []}
+        rec: dict[str, list] = {
+            "reference_ms": [],
+            "new_ms": [],
+            "ratio": [],
+            "reference_wall_ms": [],
+            "new_wall_ms": [],
+            "wait_ms": [],
+            "pool_worker_ms": [],
+            "pool_worker_cpu_ms": [],
+        }
         stages: dict[str, dict[str, list[float]]] = {"reference": {}, "new": {}}
         pool = None
         if cache == "warm":
@@ -108,7 +124,7 @@ def run_workload(kind: str, catalog: Catalog, tokenizer: Any, a: argparse.Namesp
             if cache == "cold":
                 scorer = new_scorer(catalog, tokenizer)
                 ref = ReferenceScorer(scorer)
-            results: dict[str, tuple[ScoredRows, float]] = {}
+            results: dict[str, tuple[ScoredRows, float, float]] = {}
             for which in ("reference", "new") if s % 2 == 0 else ("new", "reference"):
                 if cache == "cold":
                     clear_process_caches()
@@ -120,12 +136,19 @@ def run_workload(kind: str, catalog: Catalog, tokenizer: Any, a: argparse.Namesp
             rec["reference_ms"].append(results["reference"][1])
             rec["new_ms"].append(results["new"][1])
             rec["ratio"].append(results["reference"][1] / results["new"][1])
+            rec["reference_wall_ms"].append(results["reference"][2])
+            rec["new_wall_ms"].append(results["new"][2])
             if cache == "warm":
                 if pool is not None:
-                    scored, wait = timed(pool.score, b.rows, b.columns, group_size=GROUP, step=s)
+                    t0 = time.perf_counter()
+                    future = pool.submit(b.rows, b.columns, group_size=GROUP, step=s)
+                    scored = future.result()
+                    wait = 1e3 * (time.perf_counter() - t0)
+                    rec["pool_worker_ms"].append(1e3 * max(future.worker_s))
+                    rec["pool_worker_cpu_ms"].append(1e3 * max(future.worker_cpu_s))
                     assert_identical(scored, results["reference"][0], f"{kind} pool step {s}")
                 else:
-                    wait = results["new"][1]
+                    wait = results["new"][2]
                 rec["wait_ms"].append(wait)
         if pool is not None:
             pool.close()
@@ -147,6 +170,8 @@ def summarize(rec: dict[str, list], stages: dict[str, dict[str, list[float]]]) -
     out: dict[str, Any] = {
         "reference_ms": med(rec["reference_ms"]),
         "new_ms": med(rec["new_ms"]),
+        "reference_wall_ms": med(rec["reference_wall_ms"]),
+        "new_wall_ms": med(rec["new_wall_ms"]),
         "ratio": med(rec["ratio"]),
         "ratio_min": min(rec["ratio"]),
         "ratio_max": max(rec["ratio"]),
@@ -157,6 +182,9 @@ def summarize(rec: dict[str, list], stages: dict[str, dict[str, list[float]]]) -
     if rec["wait_ms"]:
         out["wait_ms"] = med(rec["wait_ms"])
         out["wait_ms_max"] = max(rec["wait_ms"])
+    if rec["pool_worker_ms"]:
+        out["pool_worker_ms"] = med(rec["pool_worker_ms"])
+        out["pool_worker_cpu_ms"] = med(rec["pool_worker_cpu_ms"])
     return out
 
 
@@ -188,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=5, help="timed steps per workload and cache state")
     ap.add_argument("--warm-steps", type=int, default=3, help="batches scored before the warm timed steps")
     ap.add_argument("--workloads", default="random,blurb,plain")
-    ap.add_argument("--pool-workers", type=int, default=0, help="processes for wait_ms (0: serial)")
+    ap.add_argument("--pool-workers", type=int, default=2, help="processes for wait_ms (0: serial)")
     ap.add_argument("--data", default=None, help="folder holding reddit-v2-catalog/gt_catalog.csv")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="write the results here")

@@ -245,7 +245,21 @@ class RankReward:
     def __init__(self, scorer: RankScorer | None = None, *, group_size: int | None = None) -> None:
         self.scorer = scorer
         self.group_size = group_size
+        self.pool: Any = None  # a remark.scoring_pool.ScoringPool: see prefetch
         self._scored: ScoredRows | None = None
+        self._pending: tuple[Any, Any, int] | None = None  # (rows, future, step)
+        self.prefetched = 0  # reward calls answered by a prefetch
+
+    def prefetch(
+        self, completion_ids: Sequence[Sequence[int]], inputs: list[dict[str, Any]], *, step: int
+    ) -> None:
+        """Start scoring a round's rows in ``pool`` as soon as they are generated (the trainer calls this
+        right after generation); the reward call then waits only for what is left. ``inputs`` are the
+        round's dataset rows, whose columns TRL hands the reward call."""
+        keys = [k for k in inputs[0] if k not in ("prompt", "completion", "completion_ids")]
+        columns = {k: [x[k] for x in inputs] for k in keys}
+        future = self.pool.submit(completion_ids, columns, group_size=self.group_size, step=step)
+        self._pending = (completion_ids, future, step)
 
     def __call__(
         self, completion_ids: Sequence[Sequence[int]], trainer_state: Any = None, **columns: Any
@@ -253,7 +267,12 @@ class RankReward:
         if self.scorer is None:
             raise RuntimeError("RankReward has no scorer yet (set RankReward.scorer before training)")
         step = int(getattr(trainer_state, "global_step", 0))
-        self._scored = self.scorer.score(completion_ids, columns, group_size=self.group_size, step=step)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] is completion_ids and pending[2] == step:
+            self._scored = pending[1].result()  # the prefetched rows are these rows
+            self.prefetched += 1
+        else:
+            self._scored = self.scorer.score(completion_ids, columns, group_size=self.group_size, step=step)
         return self._scored.scalar_R().tolist()
 
     def take(self) -> ScoredRows:

@@ -97,6 +97,21 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             seed=args.seed,
         )
         self.rank_reward.scorer = self.scorer
+        if args.scoring_workers:  # rows are scored in worker processes from the end of generation on
+            from remark.scoring_pool import ScoringPool
+
+            self.rank_reward.pool = ScoringPool(
+                catalog,
+                self.processing_class,
+                workers=args.scoring_workers,
+                k=args.num_ranks,
+                scheme=args.reward_scheme,
+                segmentation=args.segmentation,
+                grounding=args.grounding(),
+                eos_token_ids=self.eos_token_ids,
+                seed=args.seed,
+            )
+        self._round_inputs: list[dict[str, Any]] | None = None
         if self.accelerator.num_processes == 1 and self.num_generations_eval == self.num_generations:
             self.rank_reward.group_size = self.num_generations  # every group is local: check its rows
         self.rank_settings = RankSettings.from_config(args)
@@ -122,6 +137,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         trl_round = super()._generate_and_score_completions  # TRL's generation, log-probs and reward call
 
         def generate(rows: list[dict[str, Any]]) -> Round:
+            self._round_inputs = rows  # for _generate's prefetch
             out = trl_round(rows)
             batches.append(out)
             mask = out["completion_mask"]
@@ -152,6 +168,15 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             ids, rewards_BGK = batch.groups
             scale = rewards_BGK.amax().clamp(min=1.0)
             self._advisor.update_from_rewards(ids, (rewards_BGK / scale).clamp(0.0, 1.0).cpu())
+        return out
+
+    def _generate(self, prompts: list) -> tuple:
+        """TRL's generation; with ``scoring_workers`` the rows go to the scoring pool at once, so scoring
+        overlaps with TRL's log-prob passes before its reward call (``RankReward.prefetch``)."""
+        out = super()._generate(prompts)
+        inputs, self._round_inputs = self._round_inputs, None
+        if self.rank_reward.pool is not None and inputs is not None and len(inputs) == len(out[1]):
+            self.rank_reward.prefetch(out[1], inputs, step=self.state.global_step)
         return out
 
     def _refill_inputs(self, n_local: int, dropped: frozenset[str]) -> list[dict[str, Any]]:

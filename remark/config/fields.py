@@ -202,6 +202,15 @@ class RemarkGRPOConfig(GRPOConfig):
         },
     )
 
+    scoring_workers: int = field(
+        default=0,
+        metadata={
+            "help": "Rank scoring off the critical path (remark.scoring_pool): N > 0 scores each batch in N worker "
+            "processes, started right after generation and overlapped with what TRL runs before the reward "
+            "call; 0 scores in the reward call. Same answers either way; each training process has its own."
+        },
+    )
+
     # --- validation and safety -------------------------------------------------------------------
     validation_steps: int = field(
         default=0,

@@ -16,7 +16,7 @@ from tests.remark.conftest import HAND_REQUESTS, write_hand_dataset
 from tests.remark.test_trainer_scripted import SCRIPT
 
 
-def main(model_dir: str, out: str, per_device: int) -> None:
+def main(model_dir: str, out: str, per_device: int, scoring_workers: int = 0) -> None:
     from transformers import AutoTokenizer
 
     from remark.config import RemarkGRPOConfig
@@ -54,6 +54,7 @@ def main(model_dir: str, out: str, per_device: int) -> None:
                 adv = out_["advantages"][i, :length].tolist()
                 rows.append({"request_id": x["request_id"], "g": (rank * n + i) % 4, "adv": adv})
             Path(out, f"adv_{rank}.json").write_text(json.dumps(rows))
+            Path(out, f"prefetched_{rank}.txt").write_text(str(self.rank_reward.prefetched))
             return out_
 
     args = RemarkGRPOConfig(
@@ -73,6 +74,7 @@ def main(model_dir: str, out: str, per_device: int) -> None:
         match_mode="exact",
         seed=0,
         disable_tqdm=True,
+        scoring_workers=scoring_workers,
     )
     train = training_dataset(ds, split="train", sampling="uniform", k=3)
     trainer = Dumping(
@@ -87,4 +89,4 @@ def main(model_dir: str, out: str, per_device: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), *(int(a) for a in sys.argv[4:5]))
