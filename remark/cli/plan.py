@@ -41,6 +41,11 @@ def add_parser(subparsers) -> None:
         choices=("auto", "plugin", "beta"),
         help="mean q from pass rates: plug-in, or empirical-Bayes beta (auto: beta when n_samples is given)",
     )
+    p.add_argument(
+        "--extrapolate",
+        action="store_true",
+        help="let the recommendation use G outside the profile's measured range (default: scored and listed only)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -76,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         n_samples=rates.n_samples,
         estimator=args.estimator,
         objective=args.objective,
+        extrapolate=args.extrapolate,
     )
     out = plan.to_dict() | {
         "n_requests": len(rates.request_id),
@@ -93,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
             "exact through 2 points" if line.exact else f"R^2 {line.r2:.3f}, RMSE {line.rmse:.3g} {unit}"
         )
         print(f"{name} ~ {line.intercept:.3g} + {line.slope:.3g} G {unit} ({quality})")
+        if line.slope < 0:
+            print(
+                f"note: the profile's {name} falls as G grows: read it as noise, not as a trend to extrapolate"
+            )
     best = max((c.objective for c in plan.candidates if c.fits_memory), default=1.0) or 1.0
     print(f"{'G':>4} {'q':>7} {'mem GB':>8} {'step s':>8} {plan.objective:>13} {'rel':>5}  note")
     for c in plan.candidates:
@@ -102,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         if not c.fits_memory:
             notes.append(f"over {plan.memory_budget_gb:g} GB")
         if c.extrapolated:
-            notes.append("extrapolated")
+            notes.append("extrapolated" if args.extrapolate else "extrapolated, not recommended")
         print(
             f"{c.G:>4} {c.q:7.4f} {c.mem_gb:8.2f} {c.step_s:8.3g} {c.objective:13.5g} {c.objective / best:5.2f}  "
             + ", ".join(notes)

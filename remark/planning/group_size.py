@@ -254,10 +254,15 @@ def plan_group_size(
     n_samples: np.ndarray | None = None,
     estimator: str = "auto",
     objective: str = "signal_per_s",
+    extrapolate: bool = False,
 ) -> Plan:
     """Score each candidate G and recommend the best one that fits the memory budget (ties: smaller G).
 
-    Candidates whose predicted step time is not positive (a bad extrapolation) count as not fitting.
+    Only candidates inside the profiled range [g_min, g_max] can be recommended unless ``extrapolate``:
+    the cost lines are fitted on a few noisy points (the shipped H200 profile's step time even falls
+    with G), and a line carried far past its data picks G nobody measured. Out-of-range candidates are
+    still scored and listed (``extrapolated``). Candidates whose predicted step time is not positive (a
+    bad extrapolation) count as not fitting.
     """
     if objective not in OBJECTIVES:
         raise InputError(
@@ -269,6 +274,8 @@ def plan_group_size(
     q, used = expected_signal_prob(g, pass_rate, n_samples=n_samples, method=estimator)
     mem, step = cost.memory(g), cost.step(g)
     fits = (mem <= memory_budget_gb) & (step > 0)
+    outside = (g < cost.g_min) | (g > cost.g_max)
+    eligible = fits & (extrapolate | ~outside)
     obj = np.where(step > 0, OBJECTIVES[objective](g, q, np.where(step > 0, step, 1.0)), -np.inf)
     if not fits.any():
         raise InputError(
@@ -276,7 +283,13 @@ def plan_group_size(
             field="memory_budget",
             hint="raise the budget, try smaller G, or cut requests per step",
         )
-    best = int(g[np.flatnonzero(fits)[np.argmax(obj[fits])]])
+    if not eligible.any():
+        raise InputError(
+            f"no candidate G inside the profiled range {cost.g_min:g}..{cost.g_max:g} fits in {memory_budget_gb:g} GB",
+            field="candidates",
+            hint="profile the G you want to use (bench/gpu_check.py), or allow extrapolation (--extrapolate)",
+        )
+    best = int(g[np.flatnonzero(eligible)[np.argmax(obj[eligible])]])
     rows = [
         Candidate(
             G=int(gi),
@@ -285,8 +298,8 @@ def plan_group_size(
             step_s=float(si),
             objective=float(oi),
             fits_memory=bool(fi),
-            extrapolated=bool(gi < cost.g_min or gi > cost.g_max),
+            extrapolated=bool(xi),
         )
-        for gi, qi, mi, si, oi, fi in zip(g, q, mem, step, obj, fits)
+        for gi, qi, mi, si, oi, fi, xi in zip(g, q, mem, step, obj, fits, outside)
     ]
     return Plan(best, rows, objective, used, float(memory_budget_gb), cost)

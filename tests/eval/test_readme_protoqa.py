@@ -48,3 +48,28 @@ def test_readme_protoqa_example_scores_all_52_questions_and_its_figures(data_dir
     assert main([a for a in score if a not in ("--split", "all")]) == 2
     err = capsys.readouterr().err
     assert "49 of 52 predictions are for requests outside split 'test' (train: 42, valid: 7)" in err
+
+
+def test_readme_protoqa_group_size_plan_is_what_the_commands_print(data_dir, tmp_path, capsys):
+    """diagnose -> pass rates -> plan-group-size on the shipped profile, as the README runs them."""
+    wanted = ("remark prep protoqa", "remark diagnose data/pq-crowd", "remark plan-group-size")
+    cmds = []
+    for command in readme_commands():
+        if command.startswith(wanted):
+            command = command.replace("data/protoqa/", f"{data_dir / 'protoqa'}/")
+            command = command.replace("data/pq-crowd", str(tmp_path / "pq-crowd"))
+            command = command.replace("bench/profiles/", f"{REPO / 'bench' / 'profiles'}/")
+            cmds.append(shlex.split(command)[1:])
+    assert [c[0] for c in cmds] == ["prep", "diagnose", "plan-group-size"]
+    for argv in cmds[:2]:
+        assert main(argv) == 0
+    capsys.readouterr()
+    assert main([*cmds[2], "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    chosen = next(c for c in plan["candidates"] if c["G"] == plan["recommended_G"])
+    readme = " ".join((REPO / "README.md").read_text().split())  # line breaks as spaces
+    quoted = (
+        f"it recommends G = {plan['recommended_G']}, where a group carries signal with probability "
+        f"q = {chosen['q']:.3f} (mean pass rate {plan['mean_pass_rate']:.3f})"
+    )
+    assert quoted in readme, quoted

@@ -31,7 +31,7 @@ def plan(tmp_path, capsys, budget, candidates="2,4,6,8,12,16,24,32,48,64"):
 
 def test_the_shipped_profile_is_the_h200_measurement():
     doc = json.loads(SHIPPED.read_text())
-    assert "H200" in doc["device"] and "issue 15" in doc["source"]
+    assert "H200" in doc["device"] and "bench/RESULTS.md" in doc["source"]
     assert doc["settings"] == {"prompts": 16, "max_completion_length": 320, "k": 20}
     points = read_profile(SHIPPED)
     assert {int(p["G"]): (p["step_s"], p["peak_mem_gb"]) for p in points} == MEASURED
@@ -61,6 +61,28 @@ def test_plan_group_size_on_the_shipped_profile_by_hand(tmp_path, capsys):
     assert out["recommended_G"] == 16
     assert plan(tmp_path, capsys, budget=10)["recommended_G"] == 8  # G = 12 needs 11.54 GiB
     assert plan(tmp_path, capsys, budget=80, candidates="4,8,16")["recommended_G"] == 16
+
+
+def test_the_planner_does_not_recommend_beyond_the_measured_range(tmp_path, capsys):
+    """The fitted step line falls with G, so carried to G = 64 it predicts 6.1 s per step and would win:
+    such G are listed as extrapolated but only recommended with --extrapolate."""
+    out = plan(tmp_path, capsys, budget=80)
+    by_g = {c["G"]: c for c in out["candidates"]}
+    assert out["recommended_G"] == 16
+    assert by_g[64]["extrapolated"] and by_g[64]["fits_memory"] and not by_g[16]["extrapolated"]
+    assert by_g[64]["step_s"] == pytest.approx(14.25 - 0.126786 * 64, abs=1e-4)  # 6.136 s
+    assert by_g[64]["objective"] > by_g[16]["objective"]
+    rates = tmp_path / "rates.jsonl"
+    args = ["plan-group-size", "--profile", str(SHIPPED), "--pass-rates", str(rates), "--memory-budget", "80"]
+    assert main([*args, "--extrapolate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recommended_G"] == 64
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "step time falls as G grows" in text and "extrapolated, not recommended" in text
+    # at 5 GB only G = 2 fits (3.88 GB), and it lies outside the measured 4..16
+    assert main([*args[:-1], "5"]) == 2
+    err = capsys.readouterr().err
+    assert "no candidate G inside the profiled range 4..16 fits in 5 GB" in err and "--extrapolate" in err
 
 
 @pytest.mark.slow
