@@ -14,6 +14,10 @@ folder that is not an earlier output of the same command is refused before any g
   same for sampled lists) and ``generation`` (engine, model, config);
 - ``per_request.parquet`` (and ``per_request_sampled.parquet``): per-request values, the training
   eval-log format, so ``remark eval compare`` can pair two runs;
+- ``per_row.parquet`` (and ``per_row_sampled.parquet``): one row per (request, responder), Rank-GRPO's
+  eval rows (``eval.score.per_row_table``: ``request_id``, ``responder_id``, ``responder_index``,
+  ``split``, ``n_lists``, ``n_targets``, every per-responder metric column; sampled: the mean over the
+  request's samples); a column's mean over its non-null rows is ``metrics.json``'s per-responder value;
 - ``report.md`` and ``metrics.png`` (``metrics_sampled.png``).
 
 Lines are parsed with ``catalog.parse.parse_list`` (every line a rank; the whole completion is kept, as
@@ -44,7 +48,14 @@ from eval.bootstrap import DEFAULT_CI, BootstrapConfig
 from eval.generate import DEFAULT_GENERATION, NO_ADAPTER, AdapterLoad, GenerationConfig, generate_lists
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.report import metrics_markdown, plot_metrics
-from eval.score import ALL_SPLITS, grounding_choice, grounding_record, requests_by_split, summarize
+from eval.score import (
+    ALL_SPLITS,
+    grounding_choice,
+    grounding_record,
+    per_row_table,
+    requests_by_split,
+    summarize,
+)
 from eval.views import VIEWS, score_lists
 
 
@@ -78,6 +89,11 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def _write_rows(path: Path, table: pl.DataFrame | None) -> None:
+    if table is not None:  # None: the per-responder view was not scored
+        table.write_parquet(path)
+
+
 def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, allow_nan=True) + "\n")
 
@@ -87,14 +103,17 @@ def write_score_outputs(
     result: dict[str, Any],
     per_request: pl.DataFrame,
     *,
+    per_row: pl.DataFrame | None = None,
     inputs: Sequence[str | Path] = (),
     force: bool = False,
 ) -> None:
-    """``metrics.json``, ``per_request.parquet``, ``report.md`` and ``metrics.png`` for a scored file, as
-    one folder swapped in once complete; ``inputs`` (dataset, predictions) are never replaced."""
+    """``metrics.json``, ``per_request.parquet``, ``per_row.parquet`` (when given), ``report.md`` and
+    ``metrics.png`` for a scored file, as one folder swapped in once complete; ``inputs`` (dataset,
+    predictions) are never replaced."""
     with atomic_dir(out_dir, SCORE_KIND, inputs=inputs, force=force) as tmp:
         _write_json(tmp / "metrics.json", result)
         per_request.write_parquet(tmp / "per_request.parquet")
+        _write_rows(tmp / "per_row.parquet", per_row)
         (tmp / "report.md").write_text(metrics_markdown(result))
         plot_metrics(result, tmp / "metrics.png")
 
@@ -170,6 +189,7 @@ def evaluate_model(
         ]
         _write_jsonl(out / "predictions.jsonl", pred_rows)
         scored.per_request.write_parquet(out / "per_request.parquet")
+        _write_rows(out / "per_row.parquet", per_row_table(scored, requests, ds.responder_rows))
         plot_metrics(result, out / "metrics.png", title=f"{Path(model_dir).name}: greedy, {split}")
         md = metrics_markdown(result, title=f"Greedy lists ({split}, {requests.height} requests)")
 
@@ -206,6 +226,7 @@ def evaluate_model(
             ]
             _write_jsonl(out / "samples.jsonl", rows)
             s_scored.per_request.write_parquet(out / "per_request_sampled.parquet")
+            _write_rows(out / "per_row_sampled.parquet", per_row_table(s_scored, requests, ds.responder_rows))
             plot_metrics(
                 sampled, out / "metrics_sampled.png", title=f"{Path(model_dir).name}: {n} samples, {split}"
             )

@@ -306,9 +306,30 @@ def score_predictions(
         "predictions": preds.path,
     }
     result = summarize(scored, config, settings=settings, warnings=warnings)
+    scored.per_row = per_row_table(scored, aligned.requests, dataset.responder_rows)
     result["n_predictions"] = len(preds.request_ids)
     result["requests_by_split"] = requests_by_split(aligned.requests)
     return result, scored
+
+
+#: the identifying columns of a per-row table (``per_row.parquet``), before the metric columns
+ROW_ID_COLUMNS = ("request_id", "responder_id", "responder_index", "split", "n_lists", "n_targets")
+
+
+def per_row_table(
+    scored: ScoredLists, requests: pl.DataFrame, responder_rows: pl.DataFrame
+) -> pl.DataFrame | None:
+    """``scored.per_row`` with each row's ``responder_id`` (the dataset's ``responder_rows.parquet``) and
+    its request's ``split``: :data:`ROW_ID_COLUMNS`, then every per-responder metric column (None when the
+    per-responder view was not scored). ``per_row.parquet`` of ``remark eval score --out`` / ``eval run``."""
+    if scored.per_row is None:
+        return None
+    ids = responder_rows.select("request_id", "responder_index", "responder_id")
+    table = scored.per_row.join(ids, on=["request_id", "responder_index"], how="left", maintain_order="left")
+    table = table.join(
+        requests.select("request_id", "split"), on="request_id", how="left", maintain_order="left"
+    )
+    return table.select(*ROW_ID_COLUMNS, *[c for c in scored.per_row.columns if c not in ROW_ID_COLUMNS])
 
 
 def requests_by_split(requests: pl.DataFrame) -> dict[str, int]:

@@ -6,7 +6,10 @@ and eval never compute "the same" metric in two places). Input: the pooled ``req
 of grounded catalog ids per request (``None`` for a slot that did not parse or ground), or several lists
 per request (sampled evaluation) with ``list_request`` giving each list's request row. Output: a
 per-request table in the training eval-log format (docs/architecture.md): ``request_id``, one
-``eval/<metric>@<k>/<view>`` column per metric, ``n_rows`` (the per-responder weight) and list diagnostics.
+``eval/<metric>@<k>/<view>`` column per metric, ``n_rows`` (the per-responder weight) and list diagnostics;
+and, with the per-responder view, a per-row table (:attr:`ScoredLists.per_row`): one row per (request,
+responder), Rank-GRPO's eval rows, holding every per-responder metric column (the mean over the request's
+lists when it has several), so the mean of a column over its non-null rows is the view's value.
 
 Views (docs/metrics.md, "Views"):
 
@@ -130,12 +133,19 @@ def weighted_means(per_request: pl.DataFrame, keys: Sequence[str]) -> dict[str, 
 
 @dataclass
 class ScoredLists:
-    """Result of :func:`score_lists`."""
+    """Result of :func:`score_lists`.
+
+    ``per_row`` (None without the per-responder view): one row per (request, responder) in the requests'
+    order, responders in the order of the request's ``responders``: ``request_id``, ``responder_index``
+    (the position in ``responders``), ``n_lists``, ``n_targets`` (``abs(T)``, the responder's grounded
+    items; 0 = excluded, values null) and each per-responder key of :attr:`keys`.
+    """
 
     per_request: pl.DataFrame
     keys: tuple[str, ...]
     counts: dict[str, int]
     settings: dict[str, Any] = field(default_factory=dict)
+    per_row: pl.DataFrame | None = None
 
     def means(self) -> dict[str, float]:
         """``{"eval/recall@20/union": mean, ...}``: what a trainer logs to ``eval_log.jsonl``."""
@@ -229,13 +239,23 @@ def score_lists(
     distinct = eligibility(ids, group_L, np.empty(0, np.int64), n_items)
 
     columns: dict[str, np.ndarray] = {}
+    row_columns: dict[str, np.ndarray] = {}  # per (request, responder): the per-responder view's rows
     counts: dict[str, int] = {"n_requests": n_req, "n_lists": n_lists}
     n_rows_req = np.zeros(n_req, dtype=np.int64)
 
-    def add_view(view: str, values: dict[str, np.ndarray], row_req: np.ndarray, suffix: str | None) -> None:
+    def add_view(
+        view: str,
+        values: dict[str, np.ndarray],
+        row_target: np.ndarray,
+        row_list: np.ndarray,
+        suffix: str | None,
+    ) -> None:
         for name, v in values.items():
-            s, c = _by_group(v, row_req, n_req)
+            s, c = _by_group(v, group_L[row_list], n_req)
             columns[metric_key(name, view, suffix)] = np.where(c > 0, s / np.maximum(c, 1), np.nan)
+            if view == "per_responder":  # row_target is the responder: its mean over the request's lists
+                s, c = _by_group(v, row_target, n_g)
+                row_columns[metric_key(name, view, suffix)] = np.where(c > 0, s / np.maximum(c, 1), np.nan)
 
     # Targets per view (independent of the slot filter): (target keys, |T| per scored row, row -> request).
     targets: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
@@ -246,8 +266,8 @@ def score_lists(
         n_t = _distinct_per_group(req_union[mask], c_union[mask], n_items, n_req)
         targets[view] = (np.arange(n_lists), group_L, keys, n_t[group_L])
         counts[f"{view}/n_excluded_requests"] = int((n_t == 0).sum())
+    n_g = int(n_resp.sum())
     if "per_responder" in views:
-        n_g = int(n_resp.sum())
         resp_req = np.repeat(np.arange(n_req), n_resp)
         resp_start = np.cumsum(n_resp) - n_resp
         item_group = np.repeat(np.arange(n_g), resp_len)
@@ -257,6 +277,7 @@ def score_lists(
         row_list = np.repeat(np.arange(n_lists), nr)
         row_resp = resp_start[group_L][row_list] + (np.arange(nr.sum()) - np.repeat(np.cumsum(nr) - nr, nr))
         targets["per_responder"] = (row_list, row_resp, keys, n_t[row_resp])
+        n_t_resp = n_t
         n_rows_req = np.bincount(resp_req[n_t > 0], minlength=n_req)
         counts["per_responder/n_rows"] = int(n_rows_req.sum())
         counts["per_responder/n_excluded_rows"] = int((n_t == 0).sum())
@@ -282,7 +303,7 @@ def score_lists(
         slots = filter_slots(ids, elig, slot_filter)
         for view, (row_list_v, row_target, keys, n_t_rows) in targets.items():
             hits = hit_matrix(slots[row_list_v], row_target, keys, n_items)
-            add_view(view, metrics_at_k(hits, n_t_rows, ks, names), group_L[row_list_v], suffix)
+            add_view(view, metrics_at_k(hits, n_t_rows, ks, names), row_target, row_list_v, suffix)
 
     def per_req_mean(x: np.ndarray) -> np.ndarray:
         return np.bincount(group_L, weights=x.astype(np.float64), minlength=n_req) / lists_per_req
@@ -319,6 +340,21 @@ def score_lists(
         },
         nan_to_null=True,
     )
+    per_row = None
+    if "per_responder" in views:
+        resp_req = np.repeat(np.arange(n_req), n_resp)
+        per_row = pl.DataFrame(
+            {
+                "request_id": requests["request_id"].cast(pl.String).gather(resp_req),
+                "responder_index": (np.arange(n_g) - np.repeat(np.cumsum(n_resp) - n_resp, n_resp)).astype(
+                    np.uint32
+                ),
+                "n_lists": lists_per_req[resp_req].astype(np.int64),
+                "n_targets": n_t_resp.astype(np.int64),
+                **{k: row_columns[k] for k in keys_out if k in row_columns},
+            },
+            nan_to_null=True,
+        )
     settings = {
         "compact": compact,
         "filter": filter_for(compact).name,
@@ -327,4 +363,4 @@ def score_lists(
         "metrics": list(names),
         "views": list(views),
     }
-    return ScoredLists(per_request=frame, keys=keys_out, counts=counts, settings=settings)
+    return ScoredLists(per_request=frame, keys=keys_out, counts=counts, settings=settings, per_row=per_row)

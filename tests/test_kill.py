@@ -93,7 +93,9 @@ def test_eval_score_killed_mid_write_keeps_the_previous_scores_whole(tmp_path, c
     first = predictions(tmp_path / "a.jsonl", LISTS)
     assert main(score_argv(data, first, out, "--k", "1", "2", "--json")) == 0
     before = snapshot(out)
-    assert set(before) == {OUTPUT_MARKER, "metrics.json", "per_request.parquet", "report.md", "metrics.png"}
+    assert set(before) == {
+        OUTPUT_MARKER, "metrics.json", "per_request.parquet", "per_row.parquet", "report.md", "metrics.png"
+    }  # fmt: skip
     # a second scoring of other lists, killed after metrics.json and per_request.parquet of the new run
     # were written (report.md and the plot were not): the folder still holds the first run only
     second = predictions(tmp_path / "b.jsonl", {r: list(reversed(x)) for r, x in LISTS.items()})

@@ -133,7 +133,7 @@ def test_a_commands_own_earlier_output_is_replaced_whole(world, capsys):
     assert main(prep(world, world["old_prep"], "--split-fractions", "test=1.0")) == 0
     assert main(score(world, world["old_score"], "--k", "1", "2")) == 0
     assert sorted(p.name for p in world["old_score"].iterdir()) == [
-        OUTPUT_MARKER, "metrics.json", "metrics.png", "per_request.parquet", "report.md"
+        OUTPUT_MARKER, "metrics.json", "metrics.png", "per_request.parquet", "per_row.parquet", "report.md"
     ]  # fmt: skip
     assert "recall@2" in json.loads((world["old_score"] / "metrics.json").read_text())["union"]
 

@@ -160,7 +160,8 @@ def add_parser(subparsers: Any) -> None:
         "--out",
         type=Path,
         default=None,
-        help="also write metrics.json, per_request.parquet, report.md and metrics.png here (one folder, "
+        help="also write metrics.json, per_request.parquet, per_row.parquet, report.md and metrics.png here "
+        "(one folder, "
         "swapped in once complete; new, empty, or an earlier `eval score --out`)",
     )
     _force_flag(s)
@@ -314,7 +315,9 @@ def run_score(args: argparse.Namespace) -> int:
         check_output_dir(args.out, SCORE_KIND, inputs=inputs, force=args.force)
     result, scored = _score_file(args, args.predictions, args.data)
     if args.out is not None:
-        write_score_outputs(args.out, result, scored.per_request, inputs=inputs, force=args.force)
+        write_score_outputs(
+            args.out, result, scored.per_request, per_row=scored.per_row, inputs=inputs, force=args.force
+        )
     _grounding_notes(result)
     _emit(result, args, metrics_markdown(result, title=f"{args.predictions.name} ({args.split})"))
     return 0
@@ -359,7 +362,8 @@ def run_run(args: argparse.Namespace) -> int:
     _emit(
         result,
         args,
-        md + f"\nwrote {args.out}/ (predictions.jsonl, metrics.json, per_request.parquet, report.md)\n",
+        md + f"\nwrote {args.out}/ (predictions.jsonl, metrics.json, per_request.parquet, per_row.parquet, "
+        "report.md)\n",
     )
     return 0
 

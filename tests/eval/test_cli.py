@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from catalog.errors import InputError
@@ -50,12 +51,44 @@ def test_score_json_hand_computed(tiny_dataset, tmp_path, capsys):
         ".remark-output.json",
         "metrics.json",
         "per_request.parquet",
+        "per_row.parquet",
         "report.md",
         "metrics.png",
     }
     # without compaction Contact (seen) keeps rank 1 in r1: r1's rows score 0 at k=1
     out = run_json(capsys, [*argv, "--metrics", "recall", "--json", "--no-compact"])
     assert out["per_responder"]["recall@1"]["mean"] == pytest.approx(2.5 / 8)
+
+
+def test_score_out_writes_one_row_per_request_and_responder(tiny_dataset, tmp_path, capsys):
+    preds = write_preds(tmp_path / "p.jsonl", PREDS)
+    argv = ["eval", "score", "--data", str(tiny_dataset), "--predictions", str(preds), "--k", "1", "2", *CI]
+    out = run_json(capsys, [*argv, "--filters", "drop_none", "--json", "--out", str(tmp_path / "scored")])
+    rows = pl.read_parquet(tmp_path / "scored" / "per_row.parquet")
+    assert rows.columns[:6] == [
+        "request_id",
+        "responder_id",
+        "responder_index",
+        "split",
+        "n_lists",
+        "n_targets",
+    ]
+    assert rows.height == 8 and set(rows["split"]) == {"test"}  # r5 (train) is not scored
+    got = dict(zip(rows["responder_id"], rows["eval/recall@1/per_responder"]))
+    # the rows of test_score_json_hand_computed: r1 [0.5, 0.5], r2 [0, 0.5, 1], r3 [0], r4 [0, 1]
+    assert got == {
+        "r1-u0": 0.5, "r1-u1": 0.5, "r2-u0": 0.0, "r2-u1": 0.5, "r2-u2": 1.0, "r3-u0": 0.0, "r4-u0": 0.0,
+        "r4-u1": 1.0,
+    }  # fmt: skip
+    # without compaction Contact (seen) keeps rank 1 in r1
+    got = dict(zip(rows["responder_id"], rows["eval/recall@1/per_responder/drop_none"]))
+    assert (got["r1-u0"], got["r1-u1"]) == (0.0, 0.0)
+    assert set(rows["n_targets"]) == {1, 2} and set(rows["n_lists"]) == {1}
+    keys = [c for c in rows.columns if c.startswith("eval/")]
+    assert len(keys) == 2 * 5 * 2 and all("/per_responder" in k for k in keys)  # k, metrics, filters
+    for key in keys:  # the means over rows are the per_responder view's numbers
+        metric, view = key.removeprefix("eval/").split("/", 1)
+        assert rows[key].mean() == pytest.approx(out[view][metric]["mean"]), key
 
 
 def test_bad_input_exits_2_with_line_and_field(tiny_dataset, tmp_path, capsys):
@@ -107,6 +140,12 @@ def test_run_on_the_tiny_model_writes_every_output(tiny_model_dir, tiny_dataset,
     assert result["n_requests"] == 4 and result["sampled"]["n_requests"] == 4
     assert result["sampled"]["counts"]["n_lists"] == 8 and result["generation"]["engine"] == "transformers"
     assert json.loads((out / "metrics.json").read_text())["union"] == result["union"]
+    for name, res in (("per_row.parquet", result), ("per_row_sampled.parquet", result["sampled"])):
+        table = pl.read_parquet(out / name)
+        assert table.height == 8 and table["responder_id"].str.starts_with(table["request_id"]).all()
+        assert table["n_lists"].to_list() == [1 if name == "per_row.parquet" else 2] * 8
+        for metric, cell in res["per_responder"].items():
+            assert table[f"eval/{metric}/per_responder"].mean() == pytest.approx(cell["mean"])
     # scoring the written predictions reproduces the greedy numbers
     rescored = run_json(
         capsys,

@@ -47,8 +47,16 @@ def make_dataset() -> PooledDataset:
             "split": pl.String,
         },
     )
+    rows = pl.DataFrame(
+        {
+            "request_id": ["q1", "q1", "q2", "q3"],
+            "responder_id": ["alice", "bob", "carol", "dan"],
+            "responder_index": [0, 1, 0, 0],
+        },
+        schema_overrides={"responder_index": pl.UInt32},
+    )
     meta = {"domain": "movie", "has_years": True, "grounding": GroundingSettings().to_dict()}
-    return PooledDataset(requests, pl.DataFrame(), catalog, meta)
+    return PooledDataset(requests, rows, catalog, meta)
 
 
 def write(tmp_path: Path, rows: list) -> Path:
@@ -111,6 +119,14 @@ def test_scores_by_hand_and_counts_other_split(tmp_path):
     )
     assert result["counts"]["n_seen_slots"] == 1 and result["counts"]["n_ungrounded_slots"] == 1
     assert scored.per_request["request_id"].to_list() == ["q1", "q2"]
+    # the per-responder rows, named by the dataset's responder ids: alice {Arrival, The Matrix}, bob {Moon}
+    rows = scored.per_row
+    assert rows["responder_id"].to_list() == ["alice", "bob", "carol"] and set(rows["split"]) == {"test"}
+    assert rows["eval/recall@1/per_responder"].to_list() == [0.5, 0.0, 1.0]
+    assert rows["eval/recall@3/per_responder"].to_list() == [0.5, 1.0, 1.0]
+    assert rows["eval/recall@3/per_responder"].mean() == pytest.approx(
+        result["per_responder"]["recall@3"]["mean"]
+    )
     json.dumps(result)  # serialisable as is
 
 

@@ -248,3 +248,39 @@ def test_request_with_nothing_grounded_is_excluded_and_counted():
         got.counts["union/n_excluded_requests"] == 1 and got.counts["per_responder/n_excluded_requests"] == 1
     )
     assert got.means()["eval/recall@1/per_responder"] == 1.0
+
+
+def test_per_row_table_holds_each_responder_row_by_hand():
+    lists = [["s", "z", None, "z", "x"], ["p"], ["w", "q"]]
+    got = score_lists(REQ, lists, ks=[1, 2], metrics=["recall", "mrr"], filters=["drop_none"])
+    rows = got.per_row
+    assert rows["request_id"].to_list() == ["a", "a", "b", "b", "c", "c"]
+    assert rows["responder_index"].to_list() == [0, 1, 0, 1, 0, 1]
+    assert rows["n_targets"].to_list() == [2, 2, 1, 0, 1, 1] and rows["n_lists"].to_list() == [1] * 6
+    # a compacted [z, x]: {x,y} misses at 1, x at 2; {x,z} z at 1. b: {p} at 1, the second responder
+    # has no grounded item (null). c [w, q]: q at 2 for both.
+    assert rows["eval/recall@1/per_responder"].to_list() == [0.0, 0.5, 1.0, None, 0.0, 0.0]
+    assert rows["eval/recall@2/per_responder"].to_list() == [0.5, 1.0, 1.0, None, 1.0, 1.0]
+    assert rows["eval/mrr@2/per_responder"].to_list() == [0.5, 1.0, 1.0, None, 0.5, 0.5]
+    # drop_none keeps [s, z, -, z, x]: z at rank 2 for {x,z}, nothing in the top 2 for {x,y}
+    assert rows["eval/recall@2/per_responder/drop_none"].to_list() == [0.0, 0.5, 1.0, None, 1.0, 1.0]
+    assert not any("union" in c or "single_mention" in c for c in rows.columns)
+    # the mean over rows (nulls left out) is the view's value, for every per-responder key
+    means = got.means()
+    keys = [k for k in got.keys if "/per_responder" in k]
+    assert len(keys) == 8 and set(keys) <= set(rows.columns)
+    for key in keys:
+        assert rows[key].mean() == pytest.approx(means[key]), key
+    assert score_lists(REQ, lists, ks=[1], metrics=["recall"], views=["union"]).per_row is None
+
+
+def test_per_row_table_of_sampled_lists_averages_each_responder_over_samples():
+    lists = [["x"], ["y"], ["p"], ["q"]]  # two samples for a, one each for b and c
+    got = score_lists(REQ, lists, list_request=[0, 0, 1, 2], ks=[1], metrics=["recall"])
+    rows = got.per_row
+    # a's {x,y}: 1/2 and 1/2; {x,z}: 1/2 and 0
+    assert rows["eval/recall@1/per_responder"].to_list() == [0.5, 0.25, 1.0, None, 1.0, 1.0]
+    assert rows["n_lists"].to_list() == [2, 2, 1, 1, 1, 1]
+    assert rows["eval/recall@1/per_responder"].mean() == pytest.approx(
+        got.means()["eval/recall@1/per_responder"]
+    )
