@@ -74,7 +74,9 @@ def test_tracking_fields_are_checked_before_loading(tmp_path, monkeypatch):
         config(tmp_path, baseline_run=str(tmp_path))  # validation is off
     assert err.value.field == "baseline_run"
     with pytest.raises(InputError) as err:
-        config(tmp_path, validation_steps=2, baseline_run=str(tmp_path))  # no eval_log.jsonl there
+        config(  # no eval_log.jsonl there
+            tmp_path, validation_steps=2, validation_metric="eval/recall@3/union", baseline_run=str(tmp_path)
+        )
     assert err.value.field == "baseline_run"
     import importlib.util
 
