@@ -26,6 +26,9 @@ from catalog.errors import InputError
 from data_prep.prompts import build_messages
 
 Engine = Literal["auto", "transformers", "vllm"]
+#: completion tokens per asked-for item when no cap is given: ReMaRk's training cap, 320 tokens for 20
+#: items ("Title (Year)" lines of about 10 tokens, with room for markers and long titles)
+TOKENS_PER_ITEM = 16
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,9 @@ class GenerationConfig:
 
     k: int = 20
     """Items asked for in the prompt (the largest cut-off scored)."""
-    max_new_tokens: int = 320
-    """Completion cap (ReMaRk's training cap; Rank-GRPO used 1024)."""
+    max_new_tokens: int | None = None
+    """Completion cap; None: :data:`TOKENS_PER_ITEM` x ``k`` (320 for k = 20, ReMaRk's training cap;
+    Rank-GRPO used 1024), so a list of 50 gets room for 50 lines. :attr:`cap` is the value used."""
     batch_size: int = 16
     """Prompts per ``generate`` call (transformers engine)."""
     num_samples: int = 0
@@ -51,8 +55,23 @@ class GenerationConfig:
     device: str | None = None
     """Torch device for the transformers engine (default: cuda when available, else cpu)."""
 
+    @property
+    def cap(self) -> int:
+        """The completion cap used: ``max_new_tokens``, or :data:`TOKENS_PER_ITEM` x ``k`` when None."""
+        return TOKENS_PER_ITEM * self.k if self.max_new_tokens is None else self.max_new_tokens
+
+    def cap_note(self) -> str | None:
+        """A warning when an explicit cap leaves fewer than :data:`TOKENS_PER_ITEM` tokens per item."""
+        if self.max_new_tokens is None or self.max_new_tokens >= TOKENS_PER_ITEM * self.k:
+            return None
+        return (
+            f"warning: --max-new-tokens {self.max_new_tokens} for k = {self.k} items is "
+            f"{self.max_new_tokens / self.k:.1f} tokens per item (the default gives {TOKENS_PER_ITEM}: "
+            f"{TOKENS_PER_ITEM * self.k}); lists cut short score their missing slots as misses"
+        )
+
     def __post_init__(self) -> None:
-        if self.k < 1 or self.max_new_tokens < 1 or self.batch_size < 1:
+        if self.k < 1 or self.cap < 1 or self.batch_size < 1:
             raise InputError("k, max_new_tokens and batch_size must be >= 1", field="generation")
         if self.num_samples < 0:
             raise InputError(f"num_samples={self.num_samples}", field="num_samples", hint="use 0 or more")
@@ -157,7 +176,7 @@ def transformers_runner(model: Any, tokenizer: Any, cfg: GenerationConfig) -> Ru
         lengths = [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         out: list[list[str]] = [[] for _ in texts]
-        kwargs: dict[str, Any] = {"max_new_tokens": cfg.max_new_tokens, "pad_token_id": pad_id}
+        kwargs: dict[str, Any] = {"max_new_tokens": cfg.cap, "pad_token_id": pad_id}
         if sample:
             kwargs |= {"do_sample": True, "temperature": cfg.temperature, "top_p": cfg.top_p}
             kwargs |= {"num_return_sequences": n, "top_k": None}
@@ -204,11 +223,11 @@ def _vllm(model_dir: Path, cfg: GenerationConfig) -> Runner:
                 n=n,
                 temperature=cfg.temperature,
                 top_p=cfg.top_p,
-                max_tokens=cfg.max_new_tokens,
+                max_tokens=cfg.cap,
                 seed=cfg.seed,
             )
         else:
-            params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.max_new_tokens)
+            params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.cap)
         return [[o.text for o in r.outputs] for r in llm.generate(texts, params)]
 
     return run

@@ -11,7 +11,8 @@ folder that is not an earlier output of the same command is refused before any g
 - ``samples.jsonl`` (with ``num_samples > 0``): the same per sampled list, plus ``sample``;
 - ``metrics.json``: the score JSON of the greedy lists (``n_requests``, ``per_responder``, ``union``,
   ``single_mention``, ``settings``, ``ci``, ``counts``, ``lists``, ``warnings``), with ``sampled`` (the
-  same for sampled lists) and ``generation`` (engine, model, config);
+  same for sampled lists) and ``generation`` (engine, model, config; ``max_new_tokens`` the cap used,
+  ``eval.generate.TOKENS_PER_ITEM`` x k unless one was given, and ``notes``: a cap below that);
 - ``per_request.parquet`` (and ``per_request_sampled.parquet``): per-request values, the training
   eval-log format, so ``remark eval compare`` can pair two runs;
 - ``per_row.parquet`` (and ``per_row_sampled.parquet``): one row per (request, responder), Rank-GRPO's
@@ -162,6 +163,7 @@ def evaluate_model(
     if limit is not None:
         requests = requests.head(limit)
     gen_cfg = dataclasses.replace(generation, k=max(generation.k, max(ks)))
+    cap_note = gen_cfg.cap_note()
     gen = generate_lists(model_dir, requests["prompt"].to_list(), ds.meta, gen_cfg, adapter)
     matcher = Matcher(ds.catalog, choice.used)
     ids_req = requests["request_id"].to_list()
@@ -237,7 +239,12 @@ def evaluate_model(
                 f"\nDistinct grounded items per list: greedy {result['lists']['distinct_mean']:.2f}, "
                 f"sampled {sampled['lists']['distinct_mean']:.2f} (docs/experiments.md, pitfall 1).\n"
             )
-        result["generation"] = {"engine": gen.engine, **dataclasses.asdict(gen_cfg)}
+        result["generation"] = {
+            "engine": gen.engine,
+            **dataclasses.asdict(dataclasses.replace(gen_cfg, max_new_tokens=gen_cfg.cap)),
+            "max_new_tokens_default": generation.max_new_tokens is None,
+            "notes": [cap_note] if cap_note else [],
+        }
         _write_json(out / "metrics.json", result)
         (out / "report.md").write_text(md)
     return result

@@ -194,7 +194,12 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument(
         "--batch-size", type=positive_int, default=16, help="prompts per generate call (default 16)"
     )
-    r.add_argument("--max-new-tokens", type=positive_int, default=320, help="completion cap (default 320)")
+    r.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=None,
+        help="completion cap (default 16 tokens per item: 16 x max(--k), 320 for k = 20, 800 for k = 50)",
+    )
     r.add_argument("--device", default=None, help="torch device (default cuda if available, else cpu)")
     r.add_argument("--limit", type=positive_int, default=None, help="first N requests of the split only")
     _score_flags(r)
@@ -339,6 +344,9 @@ def run_run(args: argparse.Namespace) -> int:
         engine=args.engine,
         device=args.device,
     )
+    note = gen.cap_note()  # before the generation, on stdout (stderr when stdout is the JSON)
+    if note:
+        print(note, file=sys.stderr if args.json else sys.stdout)
     result = evaluate_model(
         args.model,
         args.data,

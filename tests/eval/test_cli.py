@@ -257,3 +257,39 @@ def test_runner_over_a_loaded_model_leaves_no_side_effects(tiny_model_dir):
     assert [len(s) for s in sampled] == [2, 2, 2]
     assert run(texts, 2, True) == sampled  # seeded: same samples again
     assert run(texts, 1, False) == run(texts, 1, False)
+
+
+def test_the_completion_cap_follows_k_and_a_small_one_is_warned_about(
+    tiny_model_dir, tiny_dataset, tmp_path, capsys, monkeypatch
+):
+    import eval.generate as generate
+
+    assert GenerationConfig(k=50).cap == 800 and GenerationConfig().cap == 320  # 16 tokens per item
+    assert GenerationConfig(k=20, max_new_tokens=320).cap_note() is None
+    note = GenerationConfig(k=50, max_new_tokens=320).cap_note()
+    assert "--max-new-tokens 320 for k = 50 items is 6.4 tokens per item" in note and "16: 800" in note
+    caps = []
+    real = generate.transformers_runner
+
+    def recording(model, tok, cfg):
+        caps.append(cfg.cap)
+        return real(model, tok, cfg)
+
+    monkeypatch.setattr(generate, "transformers_runner", recording)
+    out = tmp_path / "eval"
+    argv = ["eval", "run", "--model", str(tiny_model_dir), "--data", str(tiny_dataset), "--out", str(out)]
+    argv += ["--k", "1", "2", "--engine", "transformers", "--limit", "2", *CI]
+    assert main(argv) == 0
+    gen = json.loads((out / "metrics.json").read_text())["generation"]
+    assert caps == [32] and gen["max_new_tokens"] == 32 and gen["max_new_tokens_default"] is True
+    assert gen["notes"] == [] and "warning" not in capsys.readouterr().out
+    # a cap given by hand is used as given, and one below 16 per item is printed and recorded
+    assert main([*argv, "--max-new-tokens", "12"]) == 0
+    printed = capsys.readouterr().out
+    expected = (
+        "warning: --max-new-tokens 12 for k = 2 items is 6.0 tokens per item (the default gives 16: 32)"
+    )
+    assert printed.startswith(expected)
+    gen = json.loads((out / "metrics.json").read_text())["generation"]
+    assert caps == [32, 12] and gen["max_new_tokens"] == 12 and gen["max_new_tokens_default"] is False
+    assert gen["notes"][0].startswith(expected)
