@@ -7,7 +7,7 @@ RL trainer and the evaluation use), in one of three ways:
 - ``union``: the request's union items, most-named first, padded to K with popular catalog items;
 - ``responder``: one example per (request, responder): that responder's items, padded the same way
   (Rank-GRPO's per-responder view);
-- ``noisy`` (docs/experiments.md, for small runs): each of the K slots is, with probability
+- ``noisy`` (for small runs): each of the K slots is, with probability
   ``hit_prob``, an item of a random responder of the request, else a random catalog item. A warm-up
   that knows the format and the catalog but not yet the answers leaves room for RL to show a difference.
 

@@ -12,7 +12,7 @@ import pytest
 from catalog.errors import InputError
 from remark.cli.main import main
 from remark.demo import METHODS, default_settings, find_protoqa, prepare_protoqa, rl_fields
-from remark.demo.pipeline import _prepare_out
+from remark.demo.pipeline import check_out, numbers
 
 
 def test_settings_errors_say_what_to_pass():
@@ -30,6 +30,12 @@ def test_settings_errors_say_what_to_pass():
         "sampled": ("sampled", "sampled/recall@5/per_responder"),
         "greedy": ("", "eval/recall@5/per_responder"),
     }
+    assert default_settings().rl_seeds == (0, 1, 2) and default_settings().threads == 1
+    assert default_settings(rl_seeds=[4, 5], threads=2, jobs=3).rl_seeds == (4, 5)
+    with pytest.raises(InputError, match="--seeds"):
+        default_settings(rl_seeds=[1, 1])
+    with pytest.raises(InputError, match="--threads"):
+        default_settings(threads=0)
     greedy_only = dataclasses.replace(s, validation_samples=0)
     assert greedy_only.metric == greedy_only.greedy_metric and list(greedy_only.validation_logs()) == [
         "greedy"
@@ -121,11 +127,20 @@ def _pooled(requests: pl.DataFrame, ds) -> pl.DataFrame:
     return requests.join(ids.rename({"responder_id": "responder_ids"}), on="request_id")
 
 
-def test_out_folder_not_written_by_a_demo_is_refused(tmp_path):
+def test_out_folder_not_written_by_a_demo_is_refused(tmp_path, capsys):
     (tmp_path / "mine.txt").write_text("keep me")
-    with pytest.raises(InputError, match="non-empty folder"):
-        _prepare_out(tmp_path)
-    assert (tmp_path / "mine.txt").read_text() == "keep me"
+    with pytest.raises(InputError, match="refusing to replace"):
+        check_out(tmp_path)
+    assert main(["demo", "--fast", "--out", str(tmp_path)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert (tmp_path / "mine.txt").read_text() == "keep me" and sorted(
+        p.name for p in tmp_path.iterdir()
+    ) == ["mine.txt"]
+    # a demo output from before the ownership marker (its own settings file) may be replaced
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "demo_settings.json").write_text("{}")
+    check_out(legacy)
 
 
 def test_methods_differ_only_in_reward_and_sampling(tmp_path):
@@ -157,59 +172,71 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
     assert "'loss'" not in printed and "'loss'" in (out / "sft_model" / "sft_log.txt").read_text()
 
     report = (out / "report.md").read_text()
-    for text in ("ReMaRk", "Rank-GRPO", "SFT start", "Paired differences", "Steps to reach", "curves.png"):
+    lead = report.split("## What ran")[0]
+    assert lead.index("## Result on the test split") < lead.index(
+        "## Steps to reach"
+    )  # the test result first
+    n_test = json.loads((out / "summary.json").read_text())["test"]["sft"]["greedy"]["n_requests"]
+    assert "resolved" in lead and "over seeds" in lead and f"over the {n_test} test requests" in lead
+    for text in ("ReMaRk", "Rank-GRPO", "SFT start", "Paired differences", "curves.png", "Per seed"):
         assert text in report
-    assert report.count(" [") >= 12  # every test cell carries its CI
+    assert report.count(" parameters") == 1  # one parameter count
     for png in ("curves.png", "curves_greedy.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     summary = json.loads((out / "summary.json").read_text())
-    assert {
-        "settings",
-        "metric",
-        "data",
-        "model",
-        "sft",
-        "runs",
-        "test",
-        "paired",
-        "steps_to_reach",
-        "curves",
-    } <= set(summary)
-    k = summary["settings"]["k"]
-    for name in ("sft", *METHODS):
+    seeds = summary["settings"]["rl_seeds"]
+    assert seeds == [0, 1]
+    k, steps = summary["settings"]["k"], list(range(summary["settings"]["steps"] + 1))
+    names = ["sft", *(f"{m}-seed{x}" for x in seeds for m in METHODS)]
+    assert sorted(summary["test"]) == sorted(names)
+    for name in names:
         for lists in ("greedy", "sampled"):
-            res = summary["test"][name][lists]
             for view in ("per_responder", "union"):
-                assert _finite_cell(res[view][f"recall@{k}"]), (name, lists, view)
-    for key in ("remark_vs_rank_grpo", "remark_vs_sft", "rank_grpo_vs_sft"):
+                assert _finite_cell(summary["test"][name][lists][view][f"recall@{k}"]), (name, lists, view)
+    across = summary["across_seeds"]
+    for pair in ("remark_vs_rank_grpo", "remark_vs_sft", "rank_grpo_vs_sft"):
         for lists in ("greedy", "sampled"):
-            assert _finite_cell(summary["paired"][key][lists]["per_responder"][f"recall@{k}"])
+            d = across["paired"][pair][lists]["per_responder"]
+            per_seed = [
+                summary["paired"][pair][f"seed{x}"][lists]["per_responder"][f"recall@{k}"]["mean"]
+                for x in seeds
+            ]
+            assert d["seeds"]["values"] == per_seed
+            assert d["requests"]["mean"] == pytest.approx(sum(per_seed) / len(per_seed))
     for lists in ("sampled", "greedy"):
-        reach = summary["steps_to_reach"][lists]
-        for direction in ("remark_reaches_rank_grpo", "rank_grpo_reaches_remark"):
-            assert reach[direction]["baseline_step"] == summary["settings"]["steps"]
+        v = summary["validation"][lists]
+        assert v["pooled"]["remark_reaches_rank_grpo"]["baseline_step"] == steps[-1]
+        assert sorted(v["per_seed"]) == [f"seed{x}" for x in seeds]
         for m in METHODS:
-            curve = summary["curves"][lists][m]
-            assert curve["x"] == list(range(summary["settings"]["steps"] + 1))
-            assert all(math.isfinite(v) for v in curve["mean"])
-    steps = list(range(summary["settings"]["steps"] + 1))
+            assert v["curves"][m]["pooled"]["x"] == steps
     for m in METHODS:
-        run = summary["runs"][m]
-        assert run["best_step"] in steps
-        assert (out / m / "best" / "config.json").is_file()
-        assert run["train"]["steps"] == summary["settings"]["steps"]
-        # the best checkpoint is the library's choice on sampled per-responder recall
-        sampled = [json.loads(x) for x in (out / m / "sampled" / "eval_log.jsonl").read_text().splitlines()]
-        assert [r["step"] for r in sampled] == steps
-        best = json.loads((out / m / "best" / "best.json").read_text())
-        assert best["metric"] == summary["metric"] == f"sampled/recall@{k}/per_responder"
-        assert best["value"] == max(r[f"eval/recall@{k}/per_responder"] for r in sampled) == run["best_value"]
-    assert summary["timing"]["total_s"] > 0 and summary["model"]["parameters"] > 0
+        for x in seeds:
+            run = summary["runs"][m][f"seed{x}"]
+            assert run["best_step"] in steps and run["train"]["steps"] == steps[-1]
+            best = json.loads((out / m / f"seed{x}" / "best" / "best.json").read_text())
+            assert best["metric"] == summary["metric"] == f"sampled/recall@{k}/per_responder"
+            assert best["value"] == run["best_value"]
+    # every stage process ran with the set thread counts, and the summary says so
+    threads = summary["threads"]
+    assert threads["per_process"] == 1 and threads["env"]["POLARS_MAX_THREADS"] == "1"
+    assert threads["stages"] == sorted(["warmup", "eval-0", "eval-1", *names[1:]])
+    for name in threads["stages"]:
+        rec = json.loads((out / "logs" / name / "threads.json").read_text())
+        assert (rec["torch_intra_op"], rec["polars"], rec["env"]["PYTHONHASHSEED"]) == (1, 1, "0")
     assert not [p for p in out.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl")]  # no pickle
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
 
-    # a second run into the same folder replaces the demo's own outputs (no stale eval-log lines)
+    # one process at a time instead of two: the same numbers, bit for bit, in a folder replaced whole
     assert main(["demo", "--fast", "--out", str(out), "--seed", "1", "--sequential"]) == 0
+    again = json.loads((out / "summary.json").read_text())
+    assert again["settings"]["jobs"] == 1
+    first = numbers(summary)
+    first["settings"] = {**first["settings"], "jobs": 1}
+    # the test evaluations are split over --jobs processes: one process, one eval stage
+    stages = [x for x in first["threads"]["stages"] if x != "eval-1"]
+    first["threads"] = {**first["threads"], "processes_at_once": 1, "stages": stages}
+    assert numbers(again) == first
     for log in ("eval_log.jsonl", "sampled/eval_log.jsonl"):
-        lines = (out / "remark" / log).read_text().splitlines()
+        lines = (out / "remark" / "seed0" / log).read_text().splitlines()
         assert [json.loads(x)["step"] for x in lines] == steps

@@ -2,13 +2,15 @@
 
 Examples::
 
-    remark demo                                   # the embedded synthetic world: 3-6 minutes on 2 CPU cores
+    remark demo                                   # the embedded synthetic world, 3 RL seeds per method
     remark demo --fast --out runs/demo_fast       # tiny everything, under a minute (numbers meaningless)
     remark demo --data protoqa --data-dir protoqa-data/data/dev/dev.scraped.jsonl --out runs/demo_protoqa
                                                   # real ProtoQA (download it first): 7-10 minutes
 
 Writes ``report.md``, ``curves.png`` and ``summary.json`` (plus every stage's outputs) under ``--out``
-and prints where the report is. See ``remark.demo`` (a package: settings, stages, runs, evaluation,
+(atomically: a killed run leaves the previous one) and prints where the report is. The same settings
+(``--seed``, ``--seeds``, ``--threads``, ...) give the same numbers however busy the machine is; ``--jobs``
+changes the time only. See ``remark.demo`` (a package: settings, stages, runs, evaluation,
 report, pipeline) for what runs and where it departs from the paper.
 """
 
@@ -39,10 +41,30 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--steps", type=int, default=None, help="RL steps per method (default: the data's default)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of everything (default 0)")
-    p.add_argument("--fast", action="store_true", help="tiny settings for a smoke run (seconds)")
     p.add_argument(
-        "--sequential", action="store_true", help="run the two methods one after the other, not side by side"
+        "--seed", type=int, default=0, help="seed of the world, model, warm-up and test sampling (default 0)"
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="S",
+        help="RL seeds: one ReMaRk and one Rank-GRPO run each, all from the one warm-up (default 0 1 2)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch/OpenMP/polars threads of every stage process (default 1); part of what sets the numbers",
+    )
+    p.add_argument(
+        "--jobs", type=int, default=None, help="stage processes at once (default 2); changes the time only"
+    )
+    p.add_argument("--fast", action="store_true", help="tiny settings for a smoke run (seconds)")
+    p.add_argument("--sequential", action="store_true", help="one stage process at a time (--jobs 1)")
+    p.add_argument(
+        "--force", action="store_true", help="replace --out even if it is not an earlier demo output"
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
@@ -59,26 +81,36 @@ def run(args: argparse.Namespace) -> int:
         steps=args.steps,
         seed=args.seed,
         data_dir=args.data_dir,
-        parallel=False if args.sequential else None,
+        rl_seeds=args.seeds,
+        threads=args.threads,
+        jobs=1 if args.sequential else args.jobs,
     )
     console = Console(stderr=args.json)
-    summary = run_demo(settings, args.out, console=console)
+    summary = run_demo(settings, args.out, console=console, force=args.force)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    k = settings.k
+    k, n = settings.k, len(settings.rl_seeds)
+    across = summary["across_seeds"]
     for mode in ("sampled", "greedy"):
-        for m in ("remark", "rank_grpo"):
-            cell = summary["test"][m][mode]["per_responder"][f"recall@{k}"]
+        for m in ("sft", "remark", "rank_grpo"):
+            cell = across["models"][m][mode]["per_responder"]["requests"]
+            label = "SFT start" if m == "sft" else summary["runs"][m]["label"]
             console.print(
-                f"{summary['runs'][m]['label']:<10} test recall@{k} per responder ({mode}): {cell['mean']:.3f} "
+                f"{label:<10} test recall@{k} per responder ({mode}, mean of {n} seeds): {cell['mean']:.3f} "
                 f"[{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
             )
-        d = summary["paired"]["remark_vs_rank_grpo"][mode]["per_responder"][f"recall@{k}"]
+        d = across["paired"]["remark_vs_rank_grpo"][mode]["per_responder"]
+        per_seed = ", ".join(f"{100 * v:+.2f}" for v in d["seeds"]["values"])
         console.print(
-            f"{'difference':<10} ReMaRk - Rank-GRPO ({mode}): {100 * d['mean']:+.2f} points "
-            f"[{100 * d['ci_low']:+.2f}, {100 * d['ci_high']:+.2f}]"
+            f"{'difference':<10} ReMaRk - Rank-GRPO ({mode}): {100 * d['requests']['mean']:+.2f} points; "
+            f"per seed {per_seed}; over seeds [{_pts(d['seeds']['ci_low'])}, {_pts(d['seeds']['ci_high'])}], "
+            f"over requests [{_pts(d['requests']['ci_low'])}, {_pts(d['requests']['ci_high'])}]"
         )
     console.print(f"finished in {summary['timing']['total_s'] / 60:.1f} min")
     console.print(f"report: {args.out / 'report.md'}", soft_wrap=True)  # a long path stays one line
     return 0
+
+
+def _pts(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.2f}"

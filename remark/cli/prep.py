@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:
         "test= to set their split",
     )
     p.add_argument("--n-requests", type=positive_int, default=400, help="synthetic: requests (default 400)")
-    p.add_argument("--n-items", type=positive_int, default=48, help="synthetic: catalog items (default 48)")
+    p.add_argument("--n-items", type=positive_int, default=96, help="synthetic: catalog items (default 96)")
     p.add_argument("--seed", type=int, default=0, help="synthetic: seed (default 0)")
     p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
     p.add_argument("--items", choices=["raw", "clusters"], default="raw", help="ProtoQA items (default raw)")

@@ -1,50 +1,57 @@
 """``remark demo``: ReMaRk vs Rank-GRPO end to end on a laptop, in minutes, with nothing to download.
 
-The pipeline (every stage written under ``--out``; files atomically):
+The pipeline (the whole output folder written atomically, ``catalog.io.atomic_dir``; every stage in its
+own process with fixed thread counts, ``remark.demo.threads``):
 
-1. data: the embedded synthetic multi-responder world (``data_prep.synthetic``: 600 requests, 48 items,
-   Reddit-like responder counts, most union items named by one responder), or ProtoQA's scraped dev file
-   (``--data protoqa``: a seeded 128 questions whose respondents are split into train / valid / test
-   *respondents* of the same questions, as docs/experiments.md does), pooled into ``data/``
-   (``remark prep``'s layout);
+1. data: the embedded synthetic multi-responder world (``data_prep.synthetic``: 600 requests, 96 items,
+   about 5.35 responders per request and 92-93% of union items named by one responder, as published for
+   Reddit-v2), or ProtoQA's scraped dev file (``--data protoqa``: a seeded 128 questions whose
+   respondents are split into train / valid / test *respondents* of the same questions), pooled into
+   ``data/`` (``remark prep``'s layout);
 2. a byte-level BPE tokenizer and a ~1M-parameter Qwen2 model built locally (``remark.tiny``), trained
    on the catalog and the prompts, so nothing comes from the hub;
-3. an SFT warm-up (``remark.sft.run_sft``: TRL ``SFTTrainer`` on ``remark.sft.sft_examples``; union
+3. one SFT warm-up (``remark.sft.run_sft``: TRL ``SFTTrainer`` on ``remark.sft.sft_examples``; union
    targets for the synthetic world, noisy ones for ProtoQA) that teaches the list format and the catalog;
-4. ReMaRk (``reward_scheme: union``, ``sampling: uniform``) and Rank-GRPO (``reward_scheme: responder``,
-   ``sampling: per_responder``) from the same warm-up, for the same number of steps and the same number
-   of prompts per step (everything else equal too), each ``remark.train.run_training``, validated every
-   few steps on greedy *and* sampled lists (``remark.callbacks.ValidationCallback``: ``eval_log.jsonl``
-   and ``sampled/eval_log.jsonl``, per-request values, ``best/``). The two runs go side by side as two
-   processes with one torch thread each (``--sequential``: one after the other);
-5. the SFT start and each method's best checkpoint evaluated on the test split (``eval.run``): greedy
-   lists *and* sampled lists, with bootstrap CIs over requests; paired differences
-   (``eval.bootstrap.compare``); steps-to-reach and validation curves with CI bands (``eval.steps``);
-6. ``report.md``, ``curves.png`` (sampled validation), ``curves_greedy.png`` and ``summary.json``.
+4. for each RL seed (default 0, 1, 2), ReMaRk (``reward_scheme: union``, ``sampling: uniform``) and
+   Rank-GRPO (``reward_scheme: responder``, ``sampling: per_responder``) from that warm-up, for the same
+   number of steps and prompts per step (everything else equal too), each ``remark.train.run_training``,
+   validated every few steps on greedy *and* sampled lists (``remark.callbacks.ValidationCallback``:
+   ``eval_log.jsonl`` and ``sampled/eval_log.jsonl``, per-request values, ``best/``); two processes at a
+   time by default (``jobs``), which changes the time, never a number;
+5. the SFT start and every run's best checkpoint evaluated on the test split (``eval.run``): greedy
+   lists *and* sampled lists, with bootstrap CIs over requests; paired differences per seed
+   (``eval.bootstrap.compare``) and across seeds (``remark.demo.seeds``: the seeds' spread and
+   t-interval, which cover training variance, beside the request bootstrap of the seed average, which
+   covers request variance); steps-to-reach per seed and on the seed-averaged validation curves;
+6. ``report.md`` (the test result and whether it is resolved first, then steps-to-reach),
+   ``curves.png`` (sampled validation), ``curves_greedy.png`` and ``summary.json``.
 
 Departures from the paper's setting, all for CPU scale, and said in the report:
 
 - a ~1M-parameter model instead of a 0.5-35B LLM; K = 5 (synthetic) or 10 (ProtoQA) instead of 20;
   G = 8 with 4 prompts per step instead of 48; a 64-token completion cap; lr 2e-4 (synthetic) or 1e-4
-  (ProtoQA, docs/experiments.md) constant instead of 1e-6; no KL (beta 0); 100 steps instead of 2000.
+  (ProtoQA) constant instead of 1e-6; no KL (beta 0); 60 steps (ProtoQA 80) instead of 2000.
 - Validation and best-checkpoint selection on per-responder recall@K of *sampled* lists (4 per request,
-  T = 1, the same sampling seed at every validation): a tiny model's greedy lists repeat items
-  (docs/experiments.md, pitfall 1), so greedy recall mostly measures its top items and RL first lowers it
-  by sharpening them. Greedy values are logged, plotted and tested beside them. Per-responder recall is
-  Rank-GRPO's headline metric, so the selection does not favour ReMaRk's own (union) reward.
+  T = 1, the run's seed): a tiny model's greedy lists repeat items, so greedy recall mostly measures its
+  top items and RL first lowers it by sharpening them. Greedy values are logged, plotted and tested
+  beside them. Per-responder recall is Rank-GRPO's headline metric, so the selection does not favour
+  ReMaRk's own (union) reward.
 - ProtoQA items are cluster names (year-less); held-out respondents of the *same* questions are the
-  evaluation targets (the questions themselves are seen in training, as in docs/experiments.md).
-- One seed and one warm-up: CIs resample requests, not seeds (``experiments/protoqa_cpu`` runs seeds).
+  evaluation targets (the questions themselves are seen in training).
+- Several RL seeds from *one* warm-up: the seed interval covers training-run variance given that
+  warm-up, not a new warm-up's (``--seed`` changes the world and the warm-up too).
 
-Modules: ``settings`` (``DemoSettings``, ``default_settings``), ``stages`` (data, tokenizer + model, SFT
-warm-up), ``runs`` (the two RL runs), ``evaluation`` (test CIs, paired differences, steps-to-reach,
-curves), ``report`` (``report.md`` from the summary), ``pipeline`` (``run_demo``).
+Modules: ``settings`` (``DemoSettings``, ``default_settings``), ``threads`` (fixed thread pools),
+``jobs`` and ``worker`` (stage processes), ``stages`` (data, tokenizer + model, SFT warm-up), ``runs``
+(the RL runs), ``evaluation`` (test CIs, paired differences, steps-to-reach, curves), ``seeds``
+(across-seed statistics), ``plots``, ``report`` (``report.md`` from the summary), ``pipeline``
+(``run_demo``).
 """
 
 from remark.demo.pipeline import run_demo
 from remark.demo.report import report_markdown
-from remark.demo.runs import rl_fields, rl_worker
-from remark.demo.settings import DATA_CHOICES, METHODS, DemoSettings, default_settings
+from remark.demo.runs import rl_fields
+from remark.demo.settings import DATA_CHOICES, METHODS, DemoSettings, default_settings, settings_from_dict
 from remark.demo.stages import find_protoqa, prepare_protoqa, prepare_synthetic
 
 __all__ = [
@@ -57,6 +64,6 @@ __all__ = [
     "prepare_synthetic",
     "report_markdown",
     "rl_fields",
-    "rl_worker",
     "run_demo",
+    "settings_from_dict",
 ]

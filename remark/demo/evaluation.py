@@ -1,10 +1,13 @@
-"""The demo's numbers: test evaluation with CIs, paired differences, steps-to-reach and validation curves.
+"""The demo's numbers: test evaluation, paired differences per seed and across seeds, steps-to-reach, curves.
 
-- the SFT start and each method's best checkpoint on the test split (``eval.run.evaluate_model``):
-  greedy lists *and* sampled lists, with bootstrap CIs over requests;
-- paired differences on the same test requests (``eval.bootstrap.compare``);
-- steps-to-reach and validation curves with CI bands (``eval.steps``) from each run's eval logs
-  (``<run>/sampled`` for sampled lists, ``<run>`` for greedy ones), plotted with ``eval.report``.
+- the SFT start and each run's best checkpoint on the test split (``eval.run.evaluate_model``, in
+  ``remark.demo.worker`` ``eval`` jobs): greedy lists *and* sampled lists, with bootstrap CIs over
+  requests; the sampling seed is the demo's ``seed`` for every model, so lists differ by model only;
+- paired differences on the same test requests per RL seed (``eval.bootstrap.compare``), and across
+  seeds (``remark.demo.seeds``): the per-seed values' spread and t-interval (training variance) beside
+  the request bootstrap of the seed average (request variance);
+- steps-to-reach per seed (``eval.steps.steps_to_reach``) and on the seed-averaged validation curves
+  (``remark.demo.seeds.pooled_steps_to_reach``), and the curves themselves for the plot.
 """
 
 from __future__ import annotations
@@ -14,7 +17,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from remark.demo.jobs import Job
+from remark.demo.runs import run_dir, run_name
 from remark.demo.settings import METHODS, DemoSettings
+
+#: Test views reported (recall@K in each).
+VIEWS = ("per_responder", "union", "single_mention")
+#: Paired differences, in report order: key -> (a, b) for ``a - b`` (``sft`` is the shared start).
+PAIRS = {
+    "remark_vs_rank_grpo": ("remark", "rank_grpo"),
+    "remark_vs_sft": ("remark", "sft"),
+    "rank_grpo_vs_sft": ("rank_grpo", "sft"),
+}
+#: Lists -> per-request table written by ``eval.run.evaluate_model``.
+TABLES = {"sampled": "per_request_sampled.parquet", "greedy": "per_request.parquet"}
 
 
 def _ks(k: int) -> tuple[int, ...]:
@@ -55,6 +71,31 @@ def evaluate_models(
     return results
 
 
+def test_models(s: DemoSettings) -> dict[str, Path]:
+    """Evaluation name -> model folder (relative to the demo folder): the SFT start, then every run's best."""
+    models = {"sft": Path("sft_model")}
+    for seed in s.rl_seeds:
+        for m in METHODS:
+            models[run_name(m, seed)] = run_dir(m, seed) / "best"
+    return models
+
+
+def eval_jobs(s: DemoSettings, data_dir: Path) -> list[Job]:
+    """The test evaluations split over ``s.jobs`` processes (round robin; the order changes no number)."""
+    models = list(test_models(s).items())
+    n = max(1, min(s.jobs, len(models)))
+    groups = [dict(models[i::n]) for i in range(n)]
+    spec = {"settings": dataclasses.asdict(s), "data_dir": str(data_dir), "out": "eval"}
+    return [
+        Job(f"eval-{i}", "eval", spec | {"models": {k: str(v) for k, v in g.items()}}, threads=s.threads)
+        for i, g in enumerate(groups)
+    ]
+
+
+def _key(s: DemoSettings, view: str) -> str:
+    return f"eval/recall@{s.k}/{view}"
+
+
 def _by_view(flat: dict[str, dict[str, float]], n_requests: int) -> dict[str, Any]:
     """``{"eval/recall@5/union": cell}`` -> ``{"union": {"recall@5": cell}, "n_requests": n}``."""
     from eval.views import split_key
@@ -74,7 +115,7 @@ def paired(eval_dir: Path, a: str, b: str, s: DemoSettings) -> dict[str, Any]:
 
     ci = BootstrapConfig(n_resamples=s.ci_resamples, seed=s.seed)
     out = {}
-    for lists, name in (("greedy", "per_request.parquet"), ("sampled", "per_request_sampled.parquet")):
+    for lists, name in TABLES.items():
         pa, pb = eval_dir / a / name, eval_dir / b / name
         if not (pa.is_file() and pb.is_file()):
             continue
@@ -84,54 +125,104 @@ def paired(eval_dir: Path, a: str, b: str, s: DemoSettings) -> dict[str, Any]:
     return out
 
 
-def validation_results(s: DemoSettings, out: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-    """Steps-to-reach both ways and both runs' validation curves, per validation lists (sampled first);
-    writes one plot each (``curves.png`` for the primary lists). Returns ``(reach, curves, plots)``, the
-    curves as JSON-ready dicts (``x``, ``mean``, ``low``, ``high``)."""
-    from eval.report import plot_curves
-    from eval.steps import CURVE_CI, REACH_CI, steps_to_reach, validation_curve
+def _names(method: str, s: DemoSettings) -> list[str]:
+    """Evaluation names of ``method`` over the seeds (``sft``: the one shared start, once per seed)."""
+    return [("sft" if method == "sft" else run_name(method, seed)) for seed in s.rl_seeds]
+
+
+def per_seed_pairs(eval_dir: Path, s: DemoSettings) -> dict[str, dict[str, Any]]:
+    """``{pair: {"seed<k>": paired(...)}}`` for every pair of :data:`PAIRS` and every RL seed."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, (a, b) in PAIRS.items():
+        out[key] = {}
+        for seed, na, nb in zip(s.rl_seeds, _names(a, s), _names(b, s), strict=True):
+            out[key][f"seed{seed}"] = paired(eval_dir, na, nb, s)
+    return out
+
+
+def across_seeds(eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per model and per pair, recall@K in every view and lists: the per-seed spread (``seed_spread_S``)
+    and the seed average with its bootstrap interval over requests (``pooled_interval`` /
+    ``pooled_difference``)."""
+    import polars as pl
+
+    from eval.bootstrap import BootstrapConfig
+    from eval.views import weighted_means
+    from remark.demo.seeds import pooled_difference, pooled_interval, seed_spread_S
+
+    ci = BootstrapConfig(n_resamples=s.ci_resamples, seed=s.seed)
+    metric = f"recall@{s.k}"
+
+    def frames(method: str, table: str) -> list[pl.DataFrame]:
+        return [pl.read_parquet(eval_dir / name / table) for name in _names(method, s)]
+
+    tables = {k: v for k, v in TABLES.items() if k != "sampled" or s.eval_samples}
+    models: dict[str, Any] = {}
+    for m in ("sft", *METHODS):
+        models[m] = {}
+        for lists, table in tables.items():
+            fr = frames(m, table)
+            models[m][lists] = {}
+            for view in VIEWS:
+                key = _key(s, view)
+                per_seed = [weighted_means(f, [key])[key] for f in fr]
+                models[m][lists][view] = {
+                    "seeds": seed_spread_S(per_seed),
+                    "requests": pooled_interval(fr, key, ci),
+                }
+    diffs: dict[str, Any] = {}
+    for pair, (a, b) in PAIRS.items():
+        diffs[pair] = {}
+        for lists, table in tables.items():
+            fa, fb = frames(a, table), frames(b, table)
+            diffs[pair][lists] = {}
+            for view in VIEWS:
+                per_seed = [pairs[pair][f"seed{seed}"][lists][view][metric]["mean"] for seed in s.rl_seeds]
+                diffs[pair][lists][view] = {
+                    "seeds": seed_spread_S(per_seed),
+                    "requests": pooled_difference(fa, fb, _key(s, view), ci),
+                }
+    return {"metric": metric, "models": models, "paired": diffs}
+
+
+def validation_results(s: DemoSettings, out: Path) -> dict[str, Any]:
+    """Per validation lists (sampled first): steps-to-reach per seed and on the seed-averaged curves, both
+    ways, and the curves (per seed from the eval logs; seed-averaged with bootstrap bands)."""
+    from eval.steps import CURVE_CI, REACH_CI, read_eval_log, steps_to_reach
+    from remark.demo.seeds import pooled_curve, pooled_steps_to_reach
 
     reach_cfg = dataclasses.replace(REACH_CI, n_resamples=s.ci_resamples, seed=s.seed)
     curve_cfg = dataclasses.replace(
         CURVE_CI, n_resamples=min(CURVE_CI.n_resamples, s.ci_resamples), seed=s.seed
     )
-    logs = s.validation_logs()
-    plots = {lists: "curves.png" if i == 0 else f"curves_{lists}.png" for i, lists in enumerate(logs)}
-    reach: dict[str, Any] = {}
-    curves: dict[str, Any] = {}
     key = s.greedy_metric  # the eval log's name of the metric, in greedy and sampled logs alike
-    for lists, (sub, metric) in logs.items():
-        runs = {m: out / m / sub for m in METHODS}
-        reach[lists] = {
-            "metric": metric,
-            "remark_reaches_rank_grpo": steps_to_reach(
-                runs["remark"], runs["rank_grpo"], key=key, config=reach_cfg
-            ),
-            "rank_grpo_reaches_remark": steps_to_reach(
-                runs["rank_grpo"], runs["remark"], key=key, config=reach_cfg
-            ),
-        }
-        curves[lists] = {
-            m: validation_curve(runs[m], key, name=METHODS[m][0], config=curve_cfg) for m in METHODS
-        }
-        plot_curves(
-            list(curves[lists].values()),
-            out / plots[lists],
-            reach=reach[lists]["remark_reaches_rank_grpo"],
-            title=f"validation {metric.removeprefix('eval/')}, 95% CI bands",
-        )
-    as_json = {
-        lists: {
-            m: {
-                "name": c.name,
-                "key": c.key,
-                "x": [int(v) for v in c.x],
-                "mean": c.mean.tolist(),
-                "low": c.low.tolist(),
-                "high": c.high.tolist(),
+    results: dict[str, Any] = {}
+    for lists, (sub, metric) in s.validation_logs().items():
+        runs = {m: [out / run_dir(m, seed) / sub for seed in s.rl_seeds] for m in METHODS}
+        per_seed = {}
+        for i, seed in enumerate(s.rl_seeds):
+            a, b = runs["remark"][i], runs["rank_grpo"][i]
+            per_seed[f"seed{seed}"] = {
+                "remark_reaches_rank_grpo": steps_to_reach(a, b, key=key, config=reach_cfg),
+                "rank_grpo_reaches_remark": steps_to_reach(b, a, key=key, config=reach_cfg),
             }
-            for m, c in by_method.items()
+        pooled = {
+            "remark_reaches_rank_grpo": pooled_steps_to_reach(
+                runs["remark"], runs["rank_grpo"], key, reach_cfg
+            ),
+            "rank_grpo_reaches_remark": pooled_steps_to_reach(
+                runs["rank_grpo"], runs["remark"], key, reach_cfg
+            ),
         }
-        for lists, by_method in curves.items()
-    }
-    return reach, as_json, plots
+        curves = {}
+        for m in METHODS:
+            logs = [[r for r in read_eval_log(run) if key in r] for run in runs[m]]
+            curves[m] = {
+                "pooled": pooled_curve(runs[m], key, curve_cfg),
+                "seeds": {
+                    f"seed{seed}": {"x": [r["step"] for r in log], "mean": [float(r[key]) for r in log]}
+                    for seed, log in zip(s.rl_seeds, logs, strict=True)
+                },
+            }
+        results[lists] = {"metric": metric, "pooled": pooled, "per_seed": per_seed, "curves": curves}
+    return results

@@ -1,8 +1,16 @@
-"""``run_demo``: the stages in order under one set of progress bars, then ``summary.json`` and ``report.md``.
+"""``run_demo``: the stage processes in order under one set of progress bars, then ``summary.json`` and
+``report.md``.
 
-The output folder holds ``demo_settings.json`` (the marker that a demo wrote it: a non-empty folder
-without it is refused), one folder per stage (``data``, ``base_model``, ``sft_model``, ``remark``,
-``rank_grpo``, ``eval``; replaced on every run), ``curves*.png``, ``summary.json`` and ``report.md``.
+The whole output folder is written through ``catalog.io.atomic_dir`` (kind ``demo``): the run happens in
+a temporary folder next to ``--out`` and replaces it only when complete, so a killed demo leaves the
+previous complete one (or nothing), and ``--out`` is never a folder some other command wrote (``force``
+replaces one). Every path inside is relative to the folder (stage processes run in it), so it can be
+moved. It holds ``demo_settings.json``, ``data/``, ``base_model/``, ``sft_model/``, one folder per run
+(``<method>/seed<k>/``), ``eval/<model>/``, ``logs/<stage>/`` (each process's log, progress and
+``threads.json``), ``curves.png``, ``curves_greedy.png``, ``summary.json`` and ``report.md``.
+
+Everything in ``summary.json`` outside ``timing`` and ``machine`` is a function of the settings: the same
+settings give the same numbers, bit for bit, however busy the machine is (:func:`numbers` is that part).
 """
 
 from __future__ import annotations
@@ -12,198 +20,237 @@ import json
 import math
 import os
 import platform
+import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from catalog.errors import InputError
-from catalog.io import atomic_write
-from remark.demo.evaluation import evaluate_models, paired, validation_results
+from catalog.io import OUTPUT_MARKER, atomic_dir, atomic_write
+from remark.demo.evaluation import across_seeds, eval_jobs, per_seed_pairs, test_models, validation_results
+from remark.demo.jobs import Job, run_jobs
+from remark.demo.plots import plot_validation
 from remark.demo.report import report_markdown, report_notes
-from remark.demo.runs import auto_threads, run_methods, train_diagnostics
+from remark.demo.runs import rl_jobs, run_dir, run_name, train_diagnostics
 from remark.demo.settings import METHODS, DemoSettings
-from remark.demo.stages import build_model, prepare_protoqa, prepare_synthetic, warm_up
 
-MARKER = "demo_settings.json"
-STAGE_DIRS = ("data", "base_model", "sft_model", "eval", *METHODS)
+KIND = "demo"
+SETTINGS_FILE = "demo_settings.json"
+#: Top-level summary keys that depend on the machine and its load, not on the settings.
+MACHINE_KEYS = ("timing", "machine")
 
-#: Paired differences on the test split, in report order: key -> (a, b) for ``a - b``.
-PAIRS = {
-    "remark_vs_rank_grpo": ("remark", "rank_grpo"),
-    "remark_vs_sft": ("remark", "sft"),
-    "rank_grpo_vs_sft": ("rank_grpo", "sft"),
-}
+
+def numbers(summary: dict[str, Any]) -> dict[str, Any]:
+    """The part of a summary that the settings determine (everything but :data:`MACHINE_KEYS`)."""
+    return {k: v for k, v in summary.items() if k not in MACHINE_KEYS}
+
+
+class _LoadSampler:
+    """The 1-minute load average every ``every_s`` seconds while a demo runs (reported, never acted on)."""
+
+    def __init__(self, every_s: float = 5.0) -> None:
+        self.samples: list[float] = [os.getloadavg()[0]]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every_s,), daemon=True)
+
+    def _run(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.samples.append(os.getloadavg()[0])
+
+    def __enter__(self) -> _LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(os.getloadavg()[0])
+
+    def summary(self) -> dict[str, float]:
+        v = self.samples
+        return {"start": v[0], "end": v[-1], "mean": float(np.mean(v)), "max": max(v), "samples": len(v)}
 
 
 def run_demo(
-    s: DemoSettings, out: str | Path, *, console: Any = None, progress_disable: bool = False
+    s: DemoSettings,
+    out: str | Path,
+    *,
+    console: Any = None,
+    progress_disable: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Run the whole demo into ``out``; returns the summary (also ``out/summary.json``)."""
-    import torch
+    """Run the whole demo into ``out`` (atomically, see the module docstring); returns the summary."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from remark.demo.stages import find_protoqa
 
     out = Path(out)
     console = console or Console()
-    _prepare_out(out)
-    with atomic_write(out / MARKER) as tmp:
-        tmp.write_text(json.dumps(dataclasses.asdict(s), indent=2) + "\n")
-    threads = s.threads or auto_threads()
-    torch.set_num_threads(threads)
-    _quiet_libraries()
-    load_start = os.getloadavg()[0]
+    inputs = []
+    if s.data_dir is not None:  # stage processes run inside the output folder: an absolute input path
+        found = find_protoqa(s.data_dir)
+        s = dataclasses.replace(s, data_dir=str(Path(s.data_dir).resolve()))
+        inputs.append(found)
+    check_out(out, force, inputs=inputs)
+    # an output of the demo from before the ownership marker: its own settings file says so
+    legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()
     t_start = time.monotonic()
-    stages: dict[str, float] = {}
+    with _LoadSampler() as load, atomic_dir(out, KIND, inputs=inputs, force=force or legacy) as tmp:
+        with atomic_write(tmp / SETTINGS_FILE) as f:
+            f.write_text(json.dumps(dataclasses.asdict(s), indent=2) + "\n")
+        summary = _run_stages(s, tmp, console, progress_disable)
+        summary["machine"]["load_1min"] = load.summary()
+        summary["timing"]["total_s"] = time.monotonic() - t_start
+        summary["notes"] = report_notes(summary)
+        summary = _finite_or_none(summary)
+        with atomic_write(tmp / "summary.json") as f:
+            f.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        with atomic_write(tmp / "report.md") as f:
+            f.write_text(report_markdown(summary))
+    return summary
+
+
+def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: bool) -> dict[str, Any]:
+    import torch
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from data_prep.dataset import load_dataset
+
     columns = (
-        TextColumn("{task.description:<22}"),
+        TextColumn("{task.description:<24}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.fields[info]}"),
     )
+    stages: dict[str, float] = {}
+    jobs_done: dict[str, dict[str, Any]] = {}
     with Progress(*columns, console=console, disable=progress_disable) as bar:
         t = time.monotonic()
-        task = bar.add_task("data", total=1, info="")
-        if s.data == "synthetic":
-            ds, data_dir = prepare_synthetic(out / "data", s)
-        else:
-            ds, data_dir = prepare_protoqa(s.data_dir, out / "data", s)
-        bar.update(task, completed=1, info=f"{ds.requests.height} requests, {len(ds.catalog)} items")
-        stages["data"] = time.monotonic() - t
-
-        t = time.monotonic()
-        task = bar.add_task("tokenizer + model", total=1, info="")
-        base = build_model(ds, out / "base_model", s)
-        n_params = _n_params(base)
-        bar.update(task, completed=1, info=f"{n_params / 1e6:.2f}M parameters")
-        stages["tokenizer + model"] = time.monotonic() - t
-
-        t = time.monotonic()
-        task = bar.add_task("SFT warm-up", total=None, info="")
-        sft = warm_up(
-            ds,
-            base,
-            out / "sft_model",
-            s,
-            lambda step, total: bar.update(task, completed=step, total=total),
-            console=console,
+        task = bar.add_task("data + model + SFT", total=None, info="")
+        warm = Job("warmup", "warmup", {"settings": dataclasses.asdict(s)}, threads=s.threads)
+        jobs_done |= run_jobs(
+            [warm],
+            root,
+            slots=1,
+            on_progress=lambda job, rec: bar.update(task, completed=rec["step"], total=rec["max"]),
         )
-        bar.update(task, info=f"loss {sft['first_loss']:.2f} -> {sft['final_loss']:.2f}")
-        stages["SFT warm-up"] = time.monotonic() - t
+        w = jobs_done["warmup"]["result"]
+        bar.update(task, info=f"SFT loss {w['sft']['first_loss']:.2f} -> {w['sft']['final_loss']:.2f}")
+        stages["data + model + SFT"] = time.monotonic() - t
+        data_dir, sft_dir = Path(w["data_dir"]), Path(w["sft_model"])
 
         t = time.monotonic()
-        tasks = {m: bar.add_task(METHODS[m][0], total=s.steps, info="") for m in METHODS}
+        rl = rl_jobs(s, data_dir, sft_dir)
+        tasks = {j.name: bar.add_task(_label(j.name), total=s.steps, info="") for j in rl}
 
-        def rl_step(m: str, rec: dict[str, Any]) -> None:
+        def rl_step(job: Job, rec: dict[str, Any]) -> None:
             info = f"reward {rec.get('reward', float('nan')):.2f}"
             if "train/zero_signal_frac" in rec:
                 info += f", flat groups {rec['train/zero_signal_frac']:.0%}"
-            bar.update(tasks[m], completed=rec["step"], info=info)
+            bar.update(tasks[job.name], completed=rec["step"], info=info)
 
-        runs = run_methods(s, data_dir, out / "sft_model", out, rl_step, threads=threads)
-        for m in METHODS:
-            bar.update(tasks[m], completed=s.steps)
-        stages["RL (both methods)"] = time.monotonic() - t
+        jobs_done |= run_jobs(rl, root, slots=s.jobs, on_progress=rl_step)
+        stages["RL runs"] = time.monotonic() - t
+        for j in rl:
+            bar.update(tasks[j.name], completed=s.steps)
+            if not (root / run_dir(*_method_seed(j.name)) / "best" / "config.json").is_file():
+                raise RuntimeError(f"{j.name} wrote no best checkpoint")
 
         t = time.monotonic()
-        models = {"sft": out / "sft_model"}
-        for m in METHODS:
-            models[m] = out / m / "best"
-            if not (models[m] / "config.json").is_file():
-                raise RuntimeError(f"{METHODS[m][0]} wrote no best checkpoint under {models[m]}")
-        task = bar.add_task("test evaluation + CIs", total=len(models) + 1, info="")
-        results = evaluate_models(s, data_dir, models, out / "eval", lambda name: bar.advance(task))
-        pairs = {key: paired(out / "eval", a, b, s) for key, (a, b) in PAIRS.items()}
-        reach, curves, plots = validation_results(s, out)
-        bar.advance(task)
+        evals = eval_jobs(s, data_dir)
+        task = bar.add_task("test evaluation", total=len(test_models(s)), info="")
+        progress_by_job: dict[str, int] = {}
+
+        def eval_step(job: Job, rec: dict[str, Any]) -> None:
+            progress_by_job[job.name] = rec["step"]
+            bar.update(task, completed=sum(progress_by_job.values()))
+
+        jobs_done |= run_jobs(evals, root, slots=s.jobs, on_progress=eval_step)
+        results = {name: r for j in evals for name, r in jobs_done[j.name]["result"].items()}
+        pairs = per_seed_pairs(root / "eval", s)
+        seeds = across_seeds(root / "eval", s, pairs)
+        validation = validation_results(s, root)
+        plots = {}
+        for i, lists in enumerate(validation):
+            plots[lists] = "curves.png" if i == 0 else f"curves_{lists}.png"
+            plot_validation(validation[lists], root / plots[lists], lists=lists, k=s.k, steps=s.steps)
         stages["evaluation + report"] = time.monotonic() - t
+
+    ds = load_dataset(root / data_dir)
+    description, stats_line = _data_description(s, ds)
 
     def cells(res: dict[str, Any]) -> dict[str, Any]:
         keep = ("n_requests", "per_responder", "union", "single_mention", "lists", "ci")
         return {k: res[k] for k in keep if k in res}
 
-    def best(m: str, field: str) -> Any:
-        found = runs[m]["summary"]["best"]
-        return found[field] if found else None
-
-    description, stats_line = _data_description(s, ds)
-    summary: dict[str, Any] = {
+    runs: dict[str, Any] = {}
+    for m in METHODS:
+        runs[m] = {"label": METHODS[m][0], "reward_scheme": METHODS[m][1], "sampling": METHODS[m][2]}
+        for seed in s.rl_seeds:
+            found = jobs_done[run_name(m, seed)]["result"]["best"]
+            runs[m][f"seed{seed}"] = {
+                "best_step": found["step"] if found else None,
+                "best_value": found["value"] if found else None,
+                "train": train_diagnostics(root / "logs" / run_name(m, seed)),
+            }
+    sft = {k: v for k, v in w["sft"].items() if k != "wall_s"}
+    return {
         "settings": dataclasses.asdict(s),
         "metric": s.metric,
         "data": {"dir": str(data_dir), "description": description, "stats_line": stats_line},
-        "model": {"parameters": n_params, "vocab": _vocab(base)},
+        "model": {"parameters": _n_params(root / w["base_model"]), "vocab": _vocab(root / w["base_model"])},
         "sft": sft,
-        "runs": {
-            m: {
-                "label": METHODS[m][0],
-                "reward_scheme": METHODS[m][1],
-                "sampling": METHODS[m][2],
-                "best_step": best(m, "step"),
-                "best_value": best(m, "value"),
-                "wall_s": runs[m]["wall_s"],
-                "train": train_diagnostics(out / m),
-            }
-            for m in METHODS
-        },
+        "threads": _threads(s, jobs_done),
+        "runs": runs,
         "test": {
             name: {"greedy": cells(r), "sampled": cells(r["sampled"]) if "sampled" in r else None}
             for name, r in results.items()
         },
         "paired": pairs,
-        "steps_to_reach": reach,
-        "curves": curves,
+        "across_seeds": seeds,
+        "validation": validation,
+        "files": {"report": "report.md", "plots": plots, "summary": "summary.json"},
         "machine": {
             "cpus": os.cpu_count(),
-            "load_start": load_start,
-            "load_end": os.getloadavg()[0],
             "python": platform.python_version(),
             "torch": torch.__version__,
-            "threads_in_process": threads,
-            "threads_per_rl_run": 1 if s.parallel else threads,
         },
-        "timing": {"stages": stages, "total_s": time.monotonic() - t_start},
-        "files": {"report": "report.md", "plots": plots, "summary": "summary.json"},
+        "timing": {
+            "stages": stages,
+            "jobs": {name: {"wall_s": d["wall_s"], "cpu_s": d["cpu_s"]} for name, d in jobs_done.items()},
+            "cpu_s": sum(d["cpu_s"] for d in jobs_done.values()),
+            "sft_s": w["sft"].get("wall_s"),
+        },
     }
-    summary["notes"] = report_notes(summary)
-    summary = _finite_or_none(summary)
-    with atomic_write(out / "summary.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    with atomic_write(out / "report.md") as tmp:
-        tmp.write_text(report_markdown(summary))
-    return summary
 
 
-def _quiet_libraries() -> None:
-    """No hub progress bars or notices on the console (the demo draws its own bars)."""
-    import datasets
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    datasets.disable_progress_bars()
-    # transformers' own deprecation notice about a field TRL sets; nothing the user can act on
-    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
+def _method_seed(name: str) -> tuple[str, int]:
+    method, seed = name.rsplit("-seed", 1)
+    return method, int(seed)
 
 
-def _prepare_out(out: Path) -> None:
-    """Refuse a non-empty folder the demo did not write; clear the demo's own stage folders."""
-    import shutil
+def _label(name: str) -> str:
+    method, seed = _method_seed(name)
+    return f"{METHODS[method][0]} seed {seed}"
 
-    if out.exists() and not out.is_dir():
-        raise InputError("--out is a file", path=out, hint="pass a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise InputError(
-            "--out is a non-empty folder that no demo wrote",
-            path=out,
-            hint="pass an empty or new folder (the demo replaces its own earlier outputs only)",
-        )
-    for name in STAGE_DIRS:
-        if (out / name).exists():
-            shutil.rmtree(out / name)
-    out.mkdir(parents=True, exist_ok=True)
+
+def _threads(s: DemoSettings, jobs_done: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The thread settings and what every stage process reported; a stage that differs is an error."""
+    records = {name: d["threads"] for name, d in jobs_done.items()}
+    for name, rec in records.items():
+        if rec["torch_intra_op"] != s.threads or rec["polars"] != s.threads:
+            raise RuntimeError(f"stage {name} ran with {rec}, not {s.threads} thread(s)")
+    first = next(iter(records.values()))
+    return {
+        "per_process": s.threads,
+        "processes_at_once": s.jobs,
+        "torch_inter_op": first["torch_inter_op"],
+        "env": first["env"],
+        "stages": sorted(records),
+    }
 
 
 def _n_params(model_dir: Path) -> int:
@@ -226,13 +273,13 @@ def _data_description(s: DemoSettings, ds) -> tuple[str, str]:
         f"{st['requests']} requests ({splits}), "
         f"{len(ds.catalog)} catalog items, {st['n_responders']['mean']:.2f} responders per request "
         f"(max {st['n_responders']['max']}), {st['union_size']['mean']:.1f} union items per request, "
-        f"{st['single_mention_item_share']:.0%} of union items named by one responder"
+        f"{st['single_mention_item_share']:.1%} of union items named by one responder"
     )
     if s.data == "synthetic":
         offbeat = ds.meta.get("generator", {}).get("offbeat_prob")
         line += (
             "; each request names a genre and one or two seed movies; a responder names movies of that genre "
-            f"(by popularity) or, with probability {offbeat}, an offbeat favourite from anywhere"
+            f"or, with probability {offbeat}, an offbeat favourite from anywhere"
         )
         return "the embedded synthetic multi-responder world", line
     return "ProtoQA scraped dev (held-out respondents of the same questions)", line
@@ -255,3 +302,14 @@ def _finite_or_none(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return _finite_or_none(obj.item())
     return obj
+
+
+def check_out(out: Path, force: bool = False, *, inputs: list[Path] | tuple[Path, ...] = ()) -> None:
+    """Refuse an ``--out`` the demo may not replace, before any work (``catalog.io.check_output_dir``)."""
+    from catalog.io import check_output_dir
+
+    out = Path(out)
+    legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()
+    if out.exists() and not out.is_dir():
+        raise InputError("--out is a file", path=out, hint="pass a folder")
+    check_output_dir(out, KIND, inputs=inputs, force=force or legacy)

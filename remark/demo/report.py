@@ -1,7 +1,12 @@
-"""``report.md`` from ``summary.json``: headline, tables with CIs, steps-to-reach sentences, notes.
+"""``report.md`` from ``summary.json``: the test result and its verdict first, then steps-to-reach, tables.
 
 Everything here reads the summary only (no files, no models), so a report can be rebuilt from a saved
 ``summary.json``; the notes are computed from the numbers, nothing is hand-written per run.
+
+Two intervals stand beside every seed-averaged number, and the report says what each covers: the
+t-interval over RL seeds (what varies between training runs from the same warm-up, on these test
+requests) and the bootstrap over test requests (what varies between requests, for these runs). A
+difference is called resolved only when both exclude 0 on the same side.
 """
 
 from __future__ import annotations
@@ -9,9 +14,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from remark.demo.settings import METHODS
+
+LABELS = {"sft": "SFT start", **{m: METHODS[m][0] for m in METHODS}}
+PAIR_LABELS = {
+    "remark_vs_rank_grpo": ("ReMaRk", "Rank-GRPO"),
+    "remark_vs_sft": ("ReMaRk", "the SFT start"),
+    "rank_grpo_vs_sft": ("Rank-GRPO", "the SFT start"),
+}
+VIEWS = ("per_responder", "union", "single_mention")
 
 
 def _num(x: Any) -> float:
@@ -19,256 +30,306 @@ def _num(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
-def _cell(cell: dict[str, Any] | None, scale: float = 1.0, digits: int = 3) -> str:
+def _cell(cell: dict[str, Any] | None, scale: float = 1.0, digits: int = 3, sign: bool = False) -> str:
     if not cell or not math.isfinite(_num(cell.get("mean"))):
         return "n/a"
     m, lo, hi = (_num(cell[k]) * scale for k in ("mean", "ci_low", "ci_high"))
-    ci = f" [{lo:.{digits}f}, {hi:.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
-    return f"{m:.{digits}f}{ci}"
+    f = f"+.{digits}f" if sign else f".{digits}f"
+    ci = f" [{lo:{f}}, {hi:{f}}]" if math.isfinite(lo) and math.isfinite(hi) else ""
+    return f"{m:{f}}{ci}"
 
 
-def _reach_sentence(a: str, b: str, reach: dict[str, Any], start: float) -> str:
-    """One steps-to-reach result as a sentence; ``start`` is the shared step-0 value of both runs."""
+def _side(cell: dict[str, Any]) -> int:
+    """+1 / -1 when the interval excludes 0 above / below, 0 when it contains 0 or does not exist."""
+    lo, hi = _num(cell.get("ci_low")), _num(cell.get("ci_high"))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return 0
+    return 1 if lo > 0 else -1 if hi < 0 else 0
+
+
+def verdict(diff: dict[str, Any], a: str, b: str) -> str:
+    """Resolved only when the seed interval and the request interval exclude 0 on the same side."""
+    seeds, reqs = _side(diff["seeds"]), _side(diff["requests"])
+    if seeds == reqs != 0:
+        return f"**resolved: {a if seeds > 0 else b} is ahead** (both 95% intervals exclude 0)"
+    which = [n for n, v in (("over seeds", seeds), ("over requests", reqs)) if v == 0]
+    if seeds and reqs:  # both exclude 0, on opposite sides (cannot happen with a shared mean; kept honest)
+        which = ["the two intervals disagree"]
+    return f"**not resolved** (the 95% interval {' and '.join(which)} contains 0)"
+
+
+def _points_line(diff: dict[str, Any], a: str, b: str, lists: str, k: int, n_req: int) -> str:
+    seeds, reqs = diff["seeds"], diff["requests"]
+    per_seed = ", ".join(f"{100 * v:+.2f}" for v in seeds["values"])
+    return (
+        f"{a} - {b}, test per-responder recall@{k} of {lists} lists: **{100 * _num(reqs['mean']):+.2f} points** "
+        f"(mean of {seeds['n']} RL seeds; per seed {per_seed}; SD {100 * _num(seeds['sd']):.2f}). "
+        f"95% interval over seeds {_cell(seeds, 100, 2, True)} (t, {seeds['n'] - 1} df: what varies between "
+        f"training runs from this warm-up); 95% bootstrap interval over the {n_req} test requests "
+        f"{_cell(reqs, 100, 2, True)} (what varies between requests, for these runs). {verdict(diff, a, b)}."
+    )
+
+
+def _reach_sentence(a: str, b: str, reach: dict[str, Any], start: float, pooled: bool) -> str:
     target = _num(reach["baseline_value"])
-    what = f"{b}'s step-{reach['baseline_step']} value ({target:.3f})"
+    whose = f"{b}'s step-{reach['baseline_step']} value" + (" (mean of seeds)" if pooled else "")
+    what = f"{whose}, {target:.3f},"
     if not reach.get("reached"):
         return f"{a} did not reach {what} within the run."
     f, lo, hi = _num(reach["fraction"]), _num(reach["ci_low"]), _num(reach["ci_high"])
     hi_s = "never, in some resamples" if not math.isfinite(hi) else f"{hi:.0%}"
-    ci = f" (95% CI [{lo:.0%}, {hi_s}])" if math.isfinite(lo) else ""
-    text = f"{a} reached {what} in {f:.0%} of the steps (step {_num(reach['step']):.1f}){ci}."
+    ci = f" (95% CI over validation requests [{lo:.0%}, {hi_s}])" if math.isfinite(lo) else ""
+    text = f"{a} reached {what} at step {_num(reach['step']):.1f}, {f:.0%} of the steps{ci}."
     if math.isfinite(start) and target <= start:
         text += f" The target is not above the shared start ({start:.3f}), so this says nothing about speed."
     return text
 
 
 def _headline(summary: dict[str, Any]) -> list[str]:
-    """The result in a few sentences, from the primary (first) validation metric and the test split."""
-    if not summary["steps_to_reach"]:
-        return []
-    lists, reach = next(iter(summary["steps_to_reach"].items()))
-    curves = summary["curves"][lists]
-    k = summary["settings"]["k"]
-    a, b = curves["remark"], curves["rank_grpo"]
-    r1 = reach["remark_reaches_rank_grpo"]
-    text = (
-        f"**In short.** Validation per-responder recall@{k} of {lists} lists went {_num(a['mean'][0]):.3f} -> "
-        f"{_num(a['mean'][-1]):.3f} with ReMaRk and {_num(b['mean'][0]):.3f} -> {_num(b['mean'][-1]):.3f} with "
-        f"Rank-GRPO in {summary['settings']['steps']} steps; "
-        + _reach_sentence("ReMaRk", "Rank-GRPO", r1, _num(a["mean"][0]))
-    )
-    cell = summary["paired"]["remark_vs_rank_grpo"].get(lists, {}).get("per_responder", {}).get(f"recall@{k}")
-    if cell:
-        text += (
-            f" On the test split, ReMaRk - Rank-GRPO = {_points(cell)} ({lists} lists, best checkpoints): "
-            f"{_verdict(cell, 'ReMaRk', 'Rank-GRPO')}."
+    s = summary["settings"]
+    k = s["k"]
+    seeds = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"]
+    n_req = summary["test"]["sft"]["greedy"]["n_requests"]
+    lines = ["## Result on the test split", ""]
+    for lists in ("sampled", "greedy"):
+        if lists in seeds:
+            primary = " (primary: chosen before running)" if lists == "sampled" else ""
+            lines += [
+                f"- {lists.capitalize()} lists{primary}: "
+                + _points_line(seeds[lists]["per_responder"], "ReMaRk", "Rank-GRPO", lists, k, n_req),
+                "",
+            ]
+    lists = next(iter(summary["validation"]))
+    v = summary["validation"][lists]
+    pooled = v["pooled"]["remark_reaches_rank_grpo"]
+    start = _num(v["curves"]["remark"]["pooled"]["mean"][0])
+    per_seed = ", ".join(
+        f"seed {name.removeprefix('seed')} "
+        + (
+            f"{_num(r['remark_reaches_rank_grpo']['fraction']):.0%}"
+            if r["remark_reaches_rank_grpo"]["reached"]
+            else "not reached"
         )
-    return [text, ""]
+        for name, r in v["per_seed"].items()
+    )
+    lines += [
+        "## Steps to reach, on the validation split",
+        "",
+        f"On the seed-averaged validation curves ({lists} lists, per-responder recall@{k}): "
+        + _reach_sentence("ReMaRk", "Rank-GRPO", pooled, start, True)
+        + f" Per seed: {per_seed}.",
+        "",
+    ]
+    return lines
 
 
 def report_markdown(summary: dict[str, Any]) -> str:
     """The demo's ``report.md`` from its ``summary.json``."""
     s = summary["settings"]
     k = s["k"]
-    names = {"sft": "SFT start", **{m: METHODS[m][0] for m in METHODS}}
+    n_seeds = len(s["rl_seeds"])
     ev = summary["test"]
-    views = ("per_responder", "union", "single_mention")
+    mach, timing = summary["machine"], summary["timing"]
+    load = mach.get("load_1min", {})
     lines = [
         f"# remark demo: ReMaRk vs Rank-GRPO on {summary['data']['description']}",
         "",
-        f"Finished in {summary['timing']['total_s'] / 60:.1f} min on {summary['machine']['cpus']} CPU cores "
-        f"(load average {summary['machine']['load_start']:.1f} at the start, "
-        f"{summary['machine']['load_end']:.1f} at the end); seed {s['seed']}"
+        f"{n_seeds} RL seeds ({', '.join(str(x) for x in s['rl_seeds'])}) per method from one SFT warm-up "
+        f"(seed {s['seed']})"
         + (" -- **fast mode: tiny settings, numbers are meaningless**" if s["fast"] else "")
-        + ".",
+        + f". Finished in {timing['total_s'] / 60:.1f} min on {mach['cpus']} CPU cores (1-minute load average "
+        f"{_num(load.get('start')):.1f} at the start, mean {_num(load.get('mean')):.1f}, max "
+        f"{_num(load.get('max')):.1f}).",
         "",
         *_headline(summary),
         "## What ran",
         "",
         f"- Data: {summary['data']['description']}; {summary['data']['stats_line']}.",
-        f"- Model: Qwen2, {summary['model']['parameters'] / 1e6:.2f}M parameters (hidden {s['hidden_size']}, "
-        f"{s['num_hidden_layers']} layers, FFN {s['intermediate_size']}), byte-level BPE tokenizer "
-        f"({summary['model']['vocab']} tokens), both built locally.",
-        f"- SFT warm-up: `{s['sft_targets']}` targets, {summary['sft']['steps']} steps, lr {s['sft_lr']:g} cosine, "
-        f"batch {s['sft_batch']}; loss {summary['sft']['first_loss']:.3f} -> {summary['sft']['final_loss']:.3f}.",
-        f"- RL, both methods from that warm-up: {s['steps']} steps, {s['prompts_per_step']} prompts x "
+        f"- Model: Qwen2 with {summary['model']['parameters']:,} parameters (hidden {s['hidden_size']}, "
+        f"{s['num_hidden_layers']} layers, FFN {s['intermediate_size']}, tied embeddings), byte-level BPE "
+        f"tokenizer ({summary['model']['vocab']} tokens), both built locally.",
+        f"- SFT warm-up: `{s['sft_targets']}` targets, {summary['sft']['steps']} steps, lr {s['sft_lr']:g} "
+        f"{s['sft_scheduler']}, batch {s['sft_batch']}; loss {summary['sft']['first_loss']:.3f} -> "
+        f"{summary['sft']['final_loss']:.3f}.",
+        f"- RL, every run from that warm-up: {s['steps']} steps, {s['prompts_per_step']} prompts x "
         f"G = {s['num_generations']} lists per step, K = {k}, lr {s['learning_rate']:g} constant, beta 0, "
         f"loss bnpo, per-rank group scaling, cap {s['max_completion_length']} tokens. "
         "ReMaRk: union rewards, requests sampled uniformly; Rank-GRPO: one responder's items, "
-        "(request, responder) rows sampled.",
+        "(request, responder) rows sampled. The RL seed sets sampling, request order and validation samples.",
         f"- Validation every {s['validation_every']} steps on the valid split (greedy lists"
         + (
             f" and {s['validation_samples']} sampled lists per request, T = 1"
             if s["validation_samples"]
             else ""
         )
-        + "); best checkpoint by "
-        f"`{summary['metric']}`; final numbers on the test split ({ev['sft']['greedy']['n_requests']} "
-        f"requests), greedy and {s['eval_samples']} sampled lists per request (T = 1); 95% BCa bootstrap CIs "
-        f"over requests ({s['ci_resamples']} resamples).",
+        + f"); best checkpoint by `{summary['metric']}`; tested on the test split "
+        f"({ev['sft']['greedy']['n_requests']} requests), greedy and {s['eval_samples']} sampled lists per "
+        f"request (T = 1, the same sampling seed for every model); BCa bootstrap over requests "
+        f"({s['ci_resamples']} resamples).",
+        f"- Threads: {summary['threads']['per_process']} per process in every stage (torch, OpenMP/MKL, "
+        f"polars, rayon; `PYTHONHASHSEED=0`), {summary['threads']['processes_at_once']} processes at once. "
+        "The thread count is a setting like the seed: it changes the numbers, the load does not.",
         "",
-        f"## Test split: recall@{k}",
-        "",
-        "| model | best step | lists | " + " | ".join(views) + " | distinct items / list |",
-        "|---|---|---|" + "---|" * len(views) + "---|",
     ]
-    for name in ("sft", *METHODS):
-        for lists in ("greedy", "sampled"):
-            res = ev[name].get(lists)
-            if res is None:
-                continue
-            step = "-" if name == "sft" else str(summary["runs"][name]["best_step"])
-            cells = [_cell(res.get(v, {}).get(f"recall@{k}")) for v in views]
-            lines.append(
-                f"| {names[name]} | {step} | {lists} | "
-                + " | ".join(cells)
-                + f" | {res['lists']['distinct_mean']:.2f} |"
-            )
-    lines += ["", "## Paired differences on the same test requests (points of recall, x100)", ""]
-    lines += ["| comparison | lists | " + " | ".join(views) + " |", "|---|---|" + "---|" * len(views)]
-    for label, key in (
-        ("ReMaRk - Rank-GRPO", "remark_vs_rank_grpo"),
-        ("ReMaRk - SFT start", "remark_vs_sft"),
-        ("Rank-GRPO - SFT start", "rank_grpo_vs_sft"),
-    ):
-        for lists, diff in summary["paired"][key].items():
-            cells = [_cell(diff.get(v, {}).get(f"recall@{k}"), 100.0, 2) for v in views]
-            lines.append(f"| {label} | {lists} | " + " | ".join(cells) + " |")
-    lines += ["", "## Steps to reach and validation curves", ""]
-    lines += [
-        "Steps-to-reach: the first validation step (interpolated) at which one method reaches the other's "
-        "value at its last step, as a fraction of the run; percentile bootstrap over validation requests "
-        "(the whole curve and the target resampled together). An open upper end means some resamples never "
-        "reach the target.",
-    ]
-    for lists, reach in summary["steps_to_reach"].items():
-        r1, r2 = reach["remark_reaches_rank_grpo"], reach["rank_grpo_reaches_remark"]
-        curves = summary["curves"][lists]
-        first = curves["remark"]
-        start = _num(first["mean"][0]) if first["x"] and first["x"][0] == 0 else float("nan")
-        lines += [
-            "",
-            f"### {lists.capitalize()} lists: `{reach['metric']}` ({r1.get('n_requests')} validation requests)",
-            "",
-            "- " + _reach_sentence("ReMaRk", "Rank-GRPO", r1, start),
-            "- " + _reach_sentence("Rank-GRPO", "ReMaRk", r2, start),
-            "",
-            f"![validation curves, {lists} lists]({summary['files']['plots'][lists]})",
-            "",
-            "| step | " + " | ".join(names[m] for m in METHODS) + " |",
-            "|---|" + "---|" * len(METHODS),
-        ]
-        for st in sorted({int(x) for m in METHODS for x in curves[m]["x"]}):
-            row = []
-            for m in METHODS:
-                c = curves[m]
-                if st not in c["x"]:
-                    row.append("-")
-                    continue
-                i = c["x"].index(st)
-                row.append(_cell({"mean": c["mean"][i], "ci_low": c["low"][i], "ci_high": c["high"][i]}))
-            lines.append(f"| {st} | " + " | ".join(row) + " |")
-    lines += [
-        "",
-        "## Training signal",
-        "",
-        "| method | training reward, first 10 steps -> last 10 steps | zero-signal groups |",
-        "|---|---|---|",
-    ]
-    for m in METHODS:
-        d = summary["runs"][m]["train"]
-        zs = d["zero_signal_frac_mean"]
-        lines.append(
-            f"| {names[m]} | {_num(d['reward_first']):.2f} -> {_num(d['reward_last']):.2f} | "
-            + (f"{zs:.0%} |" if zs is not None else "n/a |")
-        )
-    lines += [
-        "",
-        "The training reward is each method's own (the sum over ranks of its rank rewards: union hits for "
-        "ReMaRk, the drawn responder's hits for Rank-GRPO), so it is comparable within a row, not across rows. "
-        "A zero-signal group is one where all G lists got the same rank rewards: it teaches nothing. "
-        "Rank-GRPO scores a list against one responder's few items, so more of its groups are flat (docs/references.md#remark-the-method-remark-is-named-for).",
-        "",
-        "## Timing",
-        "",
-        "| stage | seconds |",
-        "|---|---|",
-    ]
-    for stage, sec in summary["timing"]["stages"].items():
-        lines.append(f"| {stage} | {sec:.0f} |")
-    mach = summary["machine"]
-    rl = (
-        "side by side (two processes, one torch thread each)"
-        if s["parallel"]
-        else f"one after the other ({mach['threads_per_rl_run']} torch threads)"
-    )
-    lines.append(
-        f"\nSFT and evaluation with {mach['threads_in_process']} torch thread(s); RL runs {rl}. On 2 cores, "
-        "two runs side by side took 0.7x the time of the two one after the other with 2 threads each (measured "
-        "for 30 steps at load ~1.3: 35 s vs 49 s)."
-    )
+    lines += _tables(summary)
     lines += ["", "## Reading this honestly", "", *summary["notes"], ""]
     return "\n".join(lines)
 
 
-def _verdict(cell: dict[str, Any], a: str, b: str) -> str:
-    lo, hi = _num(cell["ci_low"]), _num(cell["ci_high"])
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "no interval (too few requests)"
-    if lo > 0:
-        return f"{a} is ahead (the 95% CI excludes 0)"
-    if hi < 0:
-        return f"{b} is ahead (the 95% CI excludes 0)"
-    return "not resolved (the 95% CI contains 0)"
+def _tables(summary: dict[str, Any]) -> list[str]:
+    s = summary["settings"]
+    k, metric = s["k"], f"recall@{s['k']}"
+    across = summary["across_seeds"]
+    lines = [
+        f"## Test split: recall@{k}, mean of {len(s['rl_seeds'])} seeds",
+        "",
+        "Each cell: the seed average [95% bootstrap over test requests]; below it, the range over seeds.",
+        "",
+        "| model | lists | " + " | ".join(VIEWS) + " |",
+        "|---|---|" + "---|" * len(VIEWS),
+    ]
+    for m in ("sft", *METHODS):
+        for lists, by_view in across["models"][m].items():
+            cells = [_cell(by_view[v]["requests"]) for v in VIEWS]
+            lines.append(f"| {LABELS[m]} | {lists} | " + " | ".join(cells) + " |")
+            if m != "sft":
+                ranges = [
+                    f"{_num(by_view[v]['seeds']['min']):.3f} to {_num(by_view[v]['seeds']['max']):.3f}"
+                    for v in VIEWS
+                ]
+                lines.append("| | range over seeds | " + " | ".join(ranges) + " |")
+    lines += ["", "## Paired differences (points of recall, x100)", ""]
+    lines += [
+        "| comparison | lists | seed | " + " | ".join(VIEWS) + " |",
+        "|---|---|---|" + "---|" * len(VIEWS),
+    ]
+    for pair, (a, b) in PAIR_LABELS.items():
+        for lists, by_view in across["paired"][pair].items():
+            lines.append(
+                f"| {a} - {b} | {lists} | mean [over requests] | "
+                + " | ".join(_cell(by_view[v]["requests"], 100, 2, True) for v in VIEWS)
+                + " |"
+            )
+            lines.append(
+                "| | | mean [t over seeds] | "
+                + " | ".join(_cell(by_view[v]["seeds"], 100, 2, True) for v in VIEWS)
+                + " |"
+            )
+            for seed_name, diff in summary["paired"][pair].items() if pair == "remark_vs_rank_grpo" else ():
+                cells = [_cell(diff[lists].get(v, {}).get(metric), 100, 2, True) for v in VIEWS]
+                lines.append(
+                    f"| | | {seed_name.replace('seed', 'seed ')} [over requests] | "
+                    + " | ".join(cells)
+                    + " |"
+                )
+    lines += ["", "## Per seed: best checkpoints and training signal", ""]
+    lines += [
+        "| method | seed | best step | best validation value | test, sampled | test, greedy | "
+        "reward, first 10 -> last 10 steps | zero-signal groups |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in METHODS:
+        for seed in s["rl_seeds"]:
+            run = summary["runs"][m][f"seed{seed}"]
+            d = run["train"]
+            test = summary["test"][f"{m}-seed{seed}"]
+            zs = d["zero_signal_frac_mean"]
+            lines.append(
+                f"| {LABELS[m]} | {seed} | {run['best_step']} | {_num(run['best_value']):.3f} | "
+                f"{_cell(test['sampled']['per_responder'].get(metric))} | "
+                f"{_cell(test['greedy']['per_responder'].get(metric))} | "
+                f"{_num(d['reward_first']):.2f} -> {_num(d['reward_last']):.2f} | "
+                + (f"{zs:.0%} |" if zs is not None else "n/a |")
+            )
+    lines += [
+        "",
+        "The training reward is each method's own (the sum over ranks of its rank rewards: union hits for "
+        "ReMaRk, the drawn responder's hits for Rank-GRPO), so it is comparable within a method, not across. "
+        "A zero-signal group is one where all G lists got the same rank rewards: it teaches nothing.",
+    ]
+    for lists, v in summary["validation"].items():
+        lines += ["", f"## Validation curves, {lists} lists (`{v['metric']}`)", ""]
+        curves = v["curves"]
+        start = _num(curves["remark"]["pooled"]["mean"][0])
+        for direction, (a, b) in (
+            ("remark_reaches_rank_grpo", ("ReMaRk", "Rank-GRPO")),
+            ("rank_grpo_reaches_remark", ("Rank-GRPO", "ReMaRk")),
+        ):
+            lines.append("- " + _reach_sentence(a, b, v["pooled"][direction], start, True))
+        lines += ["", f"![validation curves, {lists} lists]({summary['files']['plots'][lists]})", ""]
+        lines += [
+            "| step | " + " | ".join(f"{LABELS[m]} (mean of seeds)" for m in METHODS) + " |",
+            "|---|" + "---|" * len(METHODS),
+        ]
+        xs = curves["remark"]["pooled"]["x"]
+        for i, st in enumerate(xs):
+            row = [
+                _cell(
+                    {
+                        "mean": c["pooled"]["mean"][i],
+                        "ci_low": c["pooled"]["low"][i],
+                        "ci_high": c["pooled"]["high"][i],
+                    }
+                )
+                for c in (curves[m] for m in METHODS)
+            ]
+            lines.append(f"| {st} | " + " | ".join(row) + " |")
+    timing = summary["timing"]
+    cpu = _stage_cpu(timing.get("jobs", {}))
+    lines += ["", "## Timing", "", "| stage | wall seconds | CPU seconds of its processes |", "|---|---|---|"]
+    for (stage, sec), c in zip(timing["stages"].items(), cpu, strict=False):
+        lines.append(f"| {stage} | {sec:.0f} | {c:.0f} |")
+    lines += [
+        "",
+        "Wall time depends on the machine's load (see the load average above); CPU seconds much less so. "
+        "Neither changes a number in this report.",
+    ]
+    return lines
 
 
-def _points(cell: dict[str, Any]) -> str:
-    m, lo, hi = (_num(cell[x]) * 100 for x in ("mean", "ci_low", "ci_high"))
-    return f"{m:+.2f} points [{lo:+.2f}, {hi:+.2f}]"
+def _stage_cpu(jobs: dict[str, Any]) -> list[float]:
+    """CPU seconds per stage (warm-up, RL runs, evaluations), summed over the stage's processes."""
+    groups = {"warmup": 0.0, "rl": 0.0, "eval": 0.0}
+    for name, j in jobs.items():
+        kind = "warmup" if name == "warmup" else "eval" if name.startswith("eval-") else "rl"
+        groups[kind] += _num(j.get("cpu_s"))
+    return list(groups.values())
 
 
 def report_notes(summary: dict[str, Any]) -> list[str]:
     """Plain sentences for the end of the report, computed from the numbers (nothing hand-written)."""
     s = summary["settings"]
-    key = f"recall@{s['k']}"
+    n = len(s["rl_seeds"])
     notes = []
-    for pair, a, b in (
-        ("remark_vs_rank_grpo", "ReMaRk", "Rank-GRPO"),
-        ("remark_vs_sft", "ReMaRk", "the SFT start"),
-        ("rank_grpo_vs_sft", "Rank-GRPO", "the SFT start"),
-    ):
-        for lists in ("sampled", "greedy"):
-            cell = summary["paired"][pair].get(lists, {}).get("per_responder", {}).get(key)
-            if cell:
-                notes.append(
-                    f"- Test per-responder {key}, {lists} lists: {a} - {b} = {_points(cell)}: "
-                    f"{_verdict(cell, a, b)}."
-                )
-    lists = next(iter(summary["curves"]), None)
-    for m in METHODS if lists else ():
-        c = summary["curves"][lists][m]
-        means = [_num(v) for v in c["mean"]]
-        best = int(np.nanargmax(means)) if means and not all(math.isnan(v) for v in means) else None
-        if best is not None and means[best] - means[-1] > max(0.005, 0.1 * (means[best] - means[0])):
+    across = summary["across_seeds"]["paired"]
+    for pair, (a, b) in PAIR_LABELS.items():
+        for lists, by_view in across[pair].items():
+            d = by_view["per_responder"]
             notes.append(
-                f"- {METHODS[m][0]}'s {lists} validation peaked at step {c['x'][best]} ({means[best]:.3f}) and "
-                f"ended at {means[-1]:.3f}: the tested checkpoint is the best one, not the last "
-                "(docs/experiments.md#how-runs-are-compared: a run is judged at its best validation checkpoint)."
+                f"- Test per-responder recall@{s['k']}, {lists} lists: {a} - {b}: {verdict(d, a, b)}; "
+                f"seed range {100 * _num(d['seeds']['min']):+.2f} to {100 * _num(d['seeds']['max']):+.2f} "
+                "points."
             )
-    zs = {m: summary["runs"][m]["train"]["zero_signal_frac_mean"] for m in METHODS}
-    if all(v is not None for v in zs.values()):
+    zs = {
+        m: [summary["runs"][m][f"seed{x}"]["train"]["zero_signal_frac_mean"] for x in s["rl_seeds"]]
+        for m in METHODS
+    }
+    if all(v is not None for vals in zs.values() for v in vals):
         notes.append(
             f"- Flat groups (all {s['num_generations']} lists scored the same, no learning signal): "
-            f"{zs['rank_grpo']:.0%} of Rank-GRPO's, {zs['remark']:.0%} of ReMaRk's: the responder draw at work."
+            f"{100 * sum(zs['rank_grpo']) / n:.0f}% of Rank-GRPO's, {100 * sum(zs['remark']) / n:.0f}% of "
+            "ReMaRk's (mean over seeds): the responder draw at work."
         )
     notes += [
-        "- One seed and one warm-up with a ~1M-parameter model: this shows the pipeline and the direction of "
-        "the effect at toy scale, not the paper's numbers. The CIs resample requests, not seeds, so seed-to-seed "
-        "spread is not in them (experiments/protoqa_cpu runs several seeds).",
-        "- Greedy lists of a tiny model repeat items (docs/experiments.md, pitfall 1; see the distinct-items "
-        "column), so RL can lower greedy recall while it raises sampled recall: the sampled rows are the "
-        "primary ones, chosen before running.",
-        "- Each method's best checkpoint is chosen on the validation split by Rank-GRPO's headline metric "
+        f"- {n} RL seeds from one warm-up with a tiny model: this shows the pipeline and the direction of the "
+        "effect at toy scale, not the paper's numbers. The interval over seeds covers what varies between "
+        "training runs (on these test requests); with so few seeds it is wide. The interval over requests "
+        "covers which requests were drawn (for these runs), not training variance. A new warm-up (another "
+        "`--seed`) adds a source of variance that neither covers.",
+        "- Greedy lists of a tiny model repeat items (see the distinct items per list in `eval/*/metrics.json`), "
+        "so RL can lower greedy recall while it raises sampled recall: the sampled rows are the primary ones, "
+        "chosen before running.",
+        "- Each run's best checkpoint is chosen on the validation split by Rank-GRPO's headline metric "
         "(per-responder recall) and tested on a separate split.",
     ]
     return notes

@@ -33,13 +33,16 @@ class DemoSettings:
     data_dir: str | None = None
     """ProtoQA: the scraped dev file, a folder holding it, or a dataset prepared by ``remark prep``."""
     seed: int = 0
-    """One seed for the world, the model init, SFT and both RL runs."""
+    """Seed of the world, the tokenizer and model init, the SFT warm-up and the test evaluation's sampling."""
+    rl_seeds: tuple[int, ...] = (0, 1, 2)
+    """One ReMaRk and one Rank-GRPO run per seed, all from the one warm-up (the seed of RL's sampling, its
+    request order and its validation samples): training variance is measured, not hidden."""
     fast: bool = False
     """Tiny everything (tests): seconds, not minutes; numbers are meaningless."""
     # --- data ---
     n_requests: int = 600
     """Synthetic requests, split by ``split_fractions``."""
-    n_items: int = 48
+    n_items: int = 96
     """Synthetic catalog size (8 genres)."""
     split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
     """Synthetic train / valid / test shares (90 valid and 90 test requests of 600: tighter CIs)."""
@@ -63,13 +66,13 @@ class DemoSettings:
     sft_lr: float = 3e-3
     sft_scheduler: str = "cosine"
     sft_batch: int = 16
-    sft_copies: int = 2
+    sft_copies: int = 1
     sft_hit_prob: float = 0.3
     # --- RL (both methods) ---
     k: int = 5
     """K: list length asked for and rewarded."""
-    steps: int = 100
-    """Optimizer steps per method."""
+    steps: int = 60
+    """Optimizer steps per run (chosen so that 3 seeds x 2 methods fit the demo's 10-minute budget on 2 cores)."""
     prompts_per_step: int = 4
     num_generations: int = 8
     learning_rate: float = 2e-4
@@ -77,13 +80,12 @@ class DemoSettings:
     validation_every: int = 10
     validation_samples: int = 4
     """Sampled lists per validation request beside the greedy one (0 = greedy validation only)."""
-    parallel: bool = True
-    """Run the two methods side by side (two processes, one torch thread each)."""
-    threads: int | None = None
-    """Torch threads of the in-process stages (SFT, evaluation) and of sequential RL runs; None: all cores
-    (at most 2) when the 1-minute load average leaves them idle, else 1 (measured on 2 shared cores: 2
-    threads made SFT 1.5x faster at load 1.3 and a training step 6x slower at load 8). RL runs side by
-    side always use one thread each."""
+    threads: int = 1
+    """Torch / OpenMP / MKL / polars / rayon threads of every stage's process (``remark.demo.threads``).
+    Fixed, never read from the machine's load: the thread count changes the numbers (summation order),
+    so it is a setting like the seed, recorded in ``summary.json``."""
+    jobs: int = 2
+    """Stage processes at once (RL runs, test evaluations): changes the wall time only, never a number."""
     # --- evaluation ---
     eval_samples: int = 4
     """Sampled lists per test request (temperature 1) beside the greedy one."""
@@ -128,7 +130,9 @@ def default_settings(
     steps: int | None = None,
     seed: int = 0,
     data_dir: str | Path | None = None,
-    parallel: bool | None = None,
+    rl_seeds: tuple[int, ...] | None = None,
+    threads: int | None = None,
+    jobs: int | None = None,
 ) -> DemoSettings:
     """The demo's defaults for ``data`` (``fast``: the test-sized run); ``steps`` etc. override them."""
     if data not in DATA_CHOICES:
@@ -168,13 +172,22 @@ def default_settings(
             validation_every=1,
             eval_samples=2,
             ci_resamples=199,
+            rl_seeds=(0, 1),
         )
     if steps is not None:
         if steps < 1:
             raise InputError(f"--steps must be >= 1, got {steps}", field="--steps")
         s = dataclasses.replace(s, steps=steps, validation_every=max(1, min(s.validation_every, steps)))
-    if parallel is not None:
-        s = dataclasses.replace(s, parallel=parallel)
+    if rl_seeds is not None:
+        seeds = tuple(int(x) for x in rl_seeds)
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise InputError(f"--seeds must be distinct seeds, got {list(seeds)}", field="--seeds")
+        s = dataclasses.replace(s, rl_seeds=seeds)
+    for name, value in (("threads", threads), ("jobs", jobs)):
+        if value is not None:
+            if value < 1:
+                raise InputError(f"--{name} must be >= 1, got {value}", field=f"--{name}")
+            s = dataclasses.replace(s, **{name: int(value)})
     if data == "protoqa" and not s.data_dir:
         raise InputError(
             "--data protoqa needs --data-dir",
@@ -183,3 +196,12 @@ def default_settings(
             "or a dataset written by `remark prep protoqa --items clusters`",
         )
     return s
+
+
+def settings_from_dict(d: dict[str, Any]) -> DemoSettings:
+    """``DemoSettings`` from ``dataclasses.asdict`` output read back from JSON (lists become tuples)."""
+    fields = {f.name: f for f in dataclasses.fields(DemoSettings)}
+    unknown = set(d) - set(fields)
+    if unknown:
+        raise ValueError(f"unknown demo settings {sorted(unknown)}")
+    return DemoSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})

@@ -196,6 +196,8 @@ def warm_up(
         "per_device_train_batch_size": s.sft_batch,
         "logging_steps": 1,
         "data_seed": s.seed,
+        "dataset_num_proc": None,  # datasets' map in this process: no worker pool
+        "dataloader_num_workers": 0,
         "use_cpu": True,
         "bf16": False,
         "disable_tqdm": True,

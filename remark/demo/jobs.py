@@ -1,0 +1,111 @@
+"""Stage processes: start ``remark.demo.worker`` jobs, at most ``slots`` at once, and watch their progress.
+
+Each :class:`Job` gets a folder ``logs/<name>/`` in the demo's output folder holding ``job.json``,
+``worker.log`` (the process's stdout and stderr), ``progress.jsonl``, ``threads.json`` and, once it has
+finished, ``result.json``. Jobs start in the order given; how many run at once changes the wall time,
+not the results (each job's numbers depend on its spec and thread count only: ``remark.demo.threads``).
+A failed job stops the others and raises with the tail of its log.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog.io import atomic_write
+from remark.demo.threads import worker_env
+
+LOGS = "logs"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One stage process: ``kind`` (``warmup``, ``rl`` or ``eval``), a JSON-ready ``spec``, a ``name``."""
+
+    name: str
+    kind: str
+    spec: dict[str, Any]
+    threads: int = 1
+
+    def folder(self, root: Path) -> Path:
+        return root / LOGS / self.name
+
+
+def read_progress(folder: Path) -> list[dict[str, Any]]:
+    """The records of ``folder/progress.jsonl`` so far (a line still being written is skipped)."""
+    path = folder / "progress.jsonl"
+    records = []
+    for line in path.read_text().splitlines() if path.is_file() else ():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _start(job: Job, root: Path, extra_env: Mapping[str, str]) -> subprocess.Popen:
+    folder = job.folder(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_write(folder / "job.json") as tmp:
+        tmp.write_text(json.dumps({"kind": job.kind, "threads": job.threads, "spec": job.spec}, indent=2))
+    rel = folder.relative_to(root)
+    with (folder / "worker.log").open("w") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "remark.demo.worker", str(rel)],
+            cwd=root,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=worker_env(job.threads) | dict(extra_env),
+        )
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    root: Path,
+    *,
+    slots: int,
+    on_progress: Callable[[Job, dict[str, Any]], None] = lambda job, rec: None,
+    poll_s: float = 0.5,
+    extra_env: Mapping[str, str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Run ``jobs`` with at most ``slots`` at once; ``{name: {"result", "threads", "wall_s", "cpu_s"}}``.
+
+    ``extra_env`` overrides the workers' environment (tests: another ``PYTHONHASHSEED``)."""
+    queue = list(jobs)
+    running: dict[str, tuple[Job, subprocess.Popen, float]] = {}
+    done: dict[str, dict[str, Any]] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < max(1, slots):
+                job = queue.pop(0)
+                running[job.name] = (job, _start(job, root, extra_env or {}), time.monotonic())
+            time.sleep(poll_s)
+            for name in list(running):
+                job, proc, t0 = running[name]
+                records = read_progress(job.folder(root))
+                if records:
+                    on_progress(job, records[-1])
+                if proc.poll() is None:
+                    continue
+                del running[name]
+                folder = job.folder(root)
+                if proc.returncode != 0 or not (folder / "result.json").is_file():
+                    tail = (folder / "worker.log").read_text(errors="replace")[-3000:]
+                    raise RuntimeError(f"demo stage {name!r} failed (exit {proc.returncode}):\n{tail}")
+                done[name] = {
+                    "result": json.loads((folder / "result.json").read_text()),
+                    "threads": json.loads((folder / "threads.json").read_text()),
+                    "wall_s": time.monotonic() - t0,
+                    "cpu_s": json.loads((folder / "cpu.json").read_text())["cpu_s"],
+                }
+    finally:
+        for _, proc, _ in running.values():
+            proc.terminate()
+            proc.wait()
+    return done

@@ -1,0 +1,95 @@
+"""Thread counts fixed by settings, never by the machine's load, and recorded with every result.
+
+Why: the same seed gave different models when the thread count changed (the demo used to pick 1 or 2
+torch threads from ``os.getloadavg()``): a matrix product summed by 2 threads adds its partial sums in
+another order than 1 thread, so the weights differ in their last bits after the first step and the runs
+drift apart. At a *fixed* thread count CPU training here is bit-for-bit repeatable, whatever else runs
+on the machine (``tests/test_demo_determinism.py`` runs the warm-up twice, with different
+``PYTHONHASHSEED`` values and a CPU-bound neighbour, and compares the weights).
+
+Every compute stage of the demo (warm-up, each RL run, each test evaluation) therefore runs in its own
+process started with :func:`worker_env`, which fixes, *before* any library starts its thread pool:
+
+- torch intra-op threads (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, then ``torch.set_num_threads``) and
+  inter-op threads (``torch.set_num_interop_threads``), MKL's dynamic thread choice off
+  (``MKL_DYNAMIC=FALSE``, ``OMP_DYNAMIC=FALSE``);
+- polars' pool (``POLARS_MAX_THREADS``: polars reads it once, when it is first imported, which is why a
+  stage cannot fix it from inside an already running ``remark`` process) and rayon's
+  (``RAYON_NUM_THREADS``, used by the tokenizer trainer), with ``TOKENIZERS_PARALLELISM=false``;
+- ``PYTHONHASHSEED=0``, so even a set or dict of strings iterates in one order (none is known to
+  matter: the test above also runs with two different hash seeds);
+- datasets and dataloaders in-process (``dataset_num_proc`` None, ``dataloader_num_workers`` 0, set in
+  the stages' trainer arguments).
+
+How many such processes run at once (``DemoSettings.jobs``) changes only the wall time, never a number.
+:func:`thread_record` is what a worker writes next to its outputs (``threads.json``), so a summary can
+show, and a test can check, what each stage actually ran with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+#: Environment variables that fix a library's thread pool, each to the stage's thread count.
+THREAD_ENV: tuple[str, ...] = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "POLARS_MAX_THREADS",
+    "RAYON_NUM_THREADS",
+)
+
+#: Fixed settings that do not depend on the thread count.
+FIXED_ENV: dict[str, str] = {
+    "MKL_DYNAMIC": "FALSE",
+    "OMP_DYNAMIC": "FALSE",
+    "TOKENIZERS_PARALLELISM": "false",
+    "PYTHONHASHSEED": "0",
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def worker_env(threads: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a demo worker process: ``base`` (default ``os.environ``) with every thread
+    pool fixed to ``threads`` and the settings of :data:`FIXED_ENV`."""
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    env = dict(os.environ if base is None else base)
+    env |= {name: str(threads) for name in THREAD_ENV}
+    env |= FIXED_ENV
+    return env
+
+
+def apply_threads(threads: int) -> None:
+    """In a worker started with :func:`worker_env`: torch's intra- and inter-op pools to ``threads`` / 1.
+
+    Checks that the environment was set up (polars' pool cannot be changed after its import).
+    """
+    import torch
+
+    missing = [n for n in THREAD_ENV if os.environ.get(n) != str(threads)]
+    if missing:
+        raise RuntimeError(f"not started by remark.demo.threads.worker_env({threads}): {missing} differ")
+    torch.set_num_threads(threads)
+    with contextlib.suppress(RuntimeError):  # already set: it can be set once, before any inter-op work
+        torch.set_num_interop_threads(1)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def thread_record() -> dict[str, Any]:
+    """What this process runs with: torch's pools, polars' pool, and the environment that fixes them."""
+    import polars as pl
+    import torch
+
+    return {
+        "torch_intra_op": torch.get_num_threads(),
+        "torch_inter_op": torch.get_num_interop_threads(),
+        "polars": pl.thread_pool_size(),
+        "env": {name: os.environ.get(name) for name in (*THREAD_ENV, *FIXED_ENV) if name != "HF_HUB_OFFLINE"},
+    }

@@ -1,0 +1,125 @@
+"""One demo stage in its own process: ``python -m remark.demo.worker JOB_FOLDER``.
+
+The parent (``remark.demo.jobs``) writes ``JOB_FOLDER/job.json`` (``{"kind", "threads", "spec"}``) and
+starts this module with ``remark.demo.threads.worker_env`` and the demo's output folder as the working
+directory (so every path in a spec, a config or a log is relative to the demo folder, which can be moved).
+The worker fixes torch's thread pools, writes ``threads.json`` (what it ran with), runs the stage, writes
+``cpu.json`` (its CPU seconds) and ``result.json`` last, so a job folder without it is a job that did not
+finish.
+
+Kinds:
+
+- ``warmup``: the data, the tokenizer and tiny model, and the SFT warm-up (``remark.demo.stages``);
+  progress lines ``{"step", "max"}``;
+- ``rl``: one RL run (``remark.train.run_training`` on a dict of ``RemarkGRPOConfig`` fields); progress
+  lines ``{"step", "max", "wall_s", "reward", "train/zero_signal_frac"}``;
+- ``eval``: test evaluation of one or more models (``remark.demo.evaluation.evaluate_models``); one
+  progress line per model done.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from catalog.io import atomic_write
+from remark.demo.threads import apply_threads, thread_record
+
+
+class _Progress:
+    """Appends one JSON line per event to ``progress.jsonl`` (read by the parent's progress bars)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "progress.jsonl"
+        self.path.write_text("")
+        self.t0 = time.monotonic()
+
+    def __call__(self, **rec: Any) -> None:
+        with self.path.open("a") as fh:
+            fh.write(json.dumps({**rec, "wall_s": time.monotonic() - self.t0}) + "\n")
+
+
+def _warmup(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:
+    from remark.demo.settings import settings_from_dict
+    from remark.demo.stages import build_model, prepare_protoqa, prepare_synthetic, warm_up
+
+    s = settings_from_dict(spec["settings"])
+    if s.data == "synthetic":
+        ds, data_dir = prepare_synthetic(Path("data"), s)
+    else:
+        ds, data_dir = prepare_protoqa(s.data_dir, Path("data"), s)
+    base = build_model(ds, Path("base_model"), s)
+    sft = warm_up(ds, base, Path("sft_model"), s, lambda step, total: progress(step=step, max=total))
+    return {"data_dir": str(data_dir), "base_model": str(base), "sft_model": "sft_model", "sft": sft}
+
+
+def _rl(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:
+    from transformers import TrainerCallback
+
+    from remark.config import RemarkGRPOConfig
+    from remark.train import run_training
+
+    cfg = RemarkGRPOConfig(**spec["config"])
+
+    class Progress(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "reward" in logs:
+                rec = {k: logs[k] for k in ("reward", "train/zero_signal_frac") if k in logs}
+                progress(step=state.global_step, max=state.max_steps, **rec)
+
+    return run_training(cfg, callbacks=[Progress()])
+
+
+def _eval(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:
+    from remark.demo.evaluation import evaluate_models
+    from remark.demo.settings import settings_from_dict
+
+    s = settings_from_dict(spec["settings"])
+    models = {name: Path(p) for name, p in spec["models"].items()}
+    done = []
+
+    def on_done(name: str) -> None:
+        done.append(name)
+        progress(step=len(done), max=len(models), model=name)
+
+    return evaluate_models(s, Path(spec["data_dir"]), models, Path(spec["out"]), on_done)
+
+
+KINDS = {"warmup": _warmup, "rl": _rl, "eval": _eval}
+
+
+def run_job(folder: str | Path) -> int:
+    """Run the job described by ``folder/job.json`` in this process (see the module docstring)."""
+    folder = Path(folder)
+    job = json.loads((folder / "job.json").read_text())
+    apply_threads(int(job["threads"]))
+    _quiet_libraries()
+    with atomic_write(folder / "threads.json") as tmp:
+        tmp.write_text(json.dumps(thread_record(), indent=2) + "\n")
+    result = KINDS[job["kind"]](job["spec"], _Progress(folder))
+    with atomic_write(folder / "cpu.json") as tmp:  # CPU seconds of this process (all its threads)
+        tmp.write_text(json.dumps({"cpu_s": time.process_time()}) + "\n")
+    with atomic_write(folder / "result.json") as tmp:
+        tmp.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return 0
+
+
+def _quiet_libraries() -> None:
+    """No hub progress bars or notices in the worker's log (the parent draws its own bars)."""
+    import warnings
+
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    # transformers' own deprecation notice about a field TRL sets; nothing the user can act on
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
+
+
+if __name__ == "__main__":
+    sys.exit(run_job(sys.argv[1]))
