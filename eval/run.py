@@ -24,8 +24,10 @@ folder that is not an earlier output of the same command is refused before any g
 Lines are parsed with ``catalog.parse.parse_list`` (every line a rank; the whole completion is kept, as
 Rank-GRPO's eval parses every line before compaction and the cut at k) and grounded with the dataset's
 grounding settings unless others are asked for (``eval.score.grounding_choice``: recorded in
-``metrics.json["settings"]["grounding"]``, a difference counted in ``warnings``). ``split="all"`` evaluates
-every request of the dataset.
+``metrics.json["settings"]["grounding"]``, a difference counted in ``warnings``). A model from a
+``remark train`` run (``runs/x/best``) is checked against the grounding its run recorded
+(``eval.training_record``): a difference is a printed note, ``settings.grounding.training`` and
+``warnings.grounding_differs_from_training``. ``split="all"`` evaluates every request of the dataset.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from eval.score import (
     requests_by_split,
     summarize,
 )
+from eval.training_record import training_comparison
 from eval.views import VIEWS, score_lists
 
 
@@ -151,6 +154,7 @@ def evaluate_model(
     check_output_dir(out_dir, RUN_KIND, inputs=[model_dir, data_dir], force=force)
     ds = load_dataset(data_dir)
     choice = grounding_choice(ds, grounding, by=grounding_by)  # a bad setting fails before generation
+    trained = training_comparison(model_dir, choice.used)  # a bad training record too
     requests = ds.requests if split == ALL_SPLITS else ds.requests.filter(pl.col("split") == split)
     if requests.height == 0:
         splits = sorted(set(ds.requests["split"].to_list()))
@@ -175,6 +179,11 @@ def evaluate_model(
         "model": str(model_dir),
         "limit": limit,
     }
+    grounding_rec = settings["grounding"]
+    grounding_rec["training"] = None if trained is None else {k: v for k, v in trained.items() if k != "note"}
+    if trained is not None and trained["differs"]:
+        warnings["grounding_differs_from_training"] = len(trained["differs"])
+        grounding_rec["notes"].append(trained["note"])
     if is_adapter_dir(model_dir):
         settings["adapter"] = {"base": adapter_base(model_dir, adapter.base), "merged": adapter.merge}
 

@@ -160,8 +160,14 @@ def test_dataset_with_year_tolerance_0_grounds_alike_in_reward_validation_and_ev
     assert metrics["settings"]["grounding"]["used"] == dataset.to_dict()
     assert metrics["settings"]["grounding"]["overridden"] == {}
     assert "grounding_overridden" not in metrics["warnings"]
+    # the model's run recorded the same grounding: compared, nothing differs, nothing said
+    training = metrics["settings"]["grounding"]["training"]
+    assert training["source"] == str((tmp_path / "run" / "train_summary.json").resolve())
+    assert training["used"] == dataset.to_dict() and training["differs"] == {}
+    assert "grounding_differs_from_training" not in metrics["warnings"]
     printed = capsys.readouterr()
     assert "grounding differs" not in printed.out + printed.err
+    assert "differently from the model's training" not in printed.err
 
 
 def test_config_override_is_printed_recorded_and_matched_by_eval_flags(
@@ -190,7 +196,19 @@ def test_config_override_is_printed_recorded_and_matched_by_eval_flags(
     assert "year_tolerance=0 (dataset: 2), set by command-line flags" in err
     assert metrics["settings"]["grounding"]["overridden"] == {"year_tolerance": {"dataset": 2, "used": 0}}
     assert metrics["warnings"]["grounding_overridden"] == 1
+    assert metrics["settings"]["grounding"]["training"]["differs"] == {}  # evaluated as it was trained
+    assert "grounding_differs_from_training" not in metrics["warnings"]
     ids, _, metrics = eval_run(tmp_path, data, model, "eval_dataset")
     assert ids == IDS_TOL2  # without flags: the dataset's year_tolerance 2
     assert metrics["settings"]["grounding"]["used"] == GroundingSettings().to_dict()
-    assert "grounding differs" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "grounding differs" not in err
+    # ... which is not the grounding the model was trained with: printed and recorded
+    summary_path = str((tmp_path / "run" / "train_summary.json").resolve())
+    assert f"note: this evaluation grounds differently from the model's training ({summary_path}): " in err
+    assert "year_tolerance=2 (training: 0)" in err and "pass --year-tolerance 0 to evaluate it" in err
+    training = metrics["settings"]["grounding"]["training"]
+    assert training["differs"] == {"year_tolerance": {"training": 0, "eval": 2}}
+    assert training["source"] == summary_path and training["used"]["year_tolerance"] == 0
+    assert metrics["warnings"]["grounding_differs_from_training"] == 1
+    assert any("training: 0" in n for n in metrics["settings"]["grounding"]["notes"])
