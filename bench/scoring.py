@@ -214,7 +214,7 @@ def find_catalog(data: str | None) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5, help="timed steps per workload and cache state")
-    ap.add_argument("--warm-steps", type=int, default=3, help="batches scored before the warm timed steps")
+    ap.add_argument("--warm-steps", type=int, default=8, help="batches scored before the warm timed steps")
     ap.add_argument("--workloads", default="random,blurb,plain")
     ap.add_argument("--pool-workers", type=int, default=2, help="processes for wait_ms (0: serial)")
     ap.add_argument("--data", default=None, help="folder holding reddit-v2-catalog/gt_catalog.csv")

@@ -10,13 +10,15 @@ speed-ups (main at c9c2260, after the rank_step refactor), with that code, stage
 - ground: ``reference_ground_lines``, the old ``Matcher.ground_lines`` (every line through
   ``Matcher.ground_many``, the explaining path: rules, then ``process.cdist`` with no score cutoff and no
   length bound), on a copy of the scorer's matcher with its own cache;
-- the end tokens by ``remark.algos.end_token_index`` (a Python loop over every token).
+- token ranks of the ``lines`` segmentation: ``reference_token_rank_index`` (line ends by ``str.find`` per
+  line, whitespace by ``np.isin``);
+- end tokens: ``remark.algos.end_token_index`` (a Python loop over every token).
 
 Shared with the new path, because issue 13 did not change them: the parser's title/year rules
 (``catalog.parse._title_year``), the matcher's rules and index, ``normalize_title`` (its accent strip is
 now a table lookup, checked equal on every code point by tests/catalog/test_fast_paths.py),
-``encode_rows``, ``rewards_RNK``, the segmentation's token ranks (``token_rank_index`` or
-``newline_rank_index``), ``hashed_responder_index``.
+``encode_rows``, ``rewards_RNK``, ``newline_rank_index`` (Rank-GRPO's segmentation),
+``hashed_responder_index``.
 
 tests/remark/test_scoring_equivalence.py asserts that the new path gives identical texts, lines, slot
 ids, rewards, token ranks and end indices; bench/scoring.py times the two side by side.
@@ -29,11 +31,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from catalog.match import Matcher
 from catalog.parse import _EMPHASIS, _HEADING, _MARKERS, _OPENER, ParsedLine, _Line, _title_year
-from remark.algos import TokenOffsets, encode_rows, end_token_index, rewards_RNK
-from remark.algos.tokens import _common_prefix_len
+from remark.algos import TokenOffsets, encode_rows, end_token_index, rewards_RNK, token_rank_index
+from remark.algos.tokens import _WHITESPACE, FILLER, LineSpan, _common_prefix_len
 from remark.scoring import RankScorer, ScoredRows, _Clock, hashed_responder_index
 
 __all__ = ["ReferenceOffsetMapper", "ReferenceScorer", "reference_ground_lines", "reference_parse_list"]
@@ -219,6 +222,91 @@ def reference_ground_lines(matcher: Matcher, rows: Sequence[Sequence[ParsedLine]
     return out
 
 
+def reference_token_rank_index(
+    lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int
+) -> torch.Tensor:
+    """The pre-change ``remark.algos.token_rank_index`` (line ends by ``str.find`` per line, whitespace by
+    ``np.isin``). rank_RT (int64): the rank whose segment token t of row r overlaps; -1 for none, ``FILLER`` (-2) for
+    a token of no rank whose characters are all whitespace (a blank line, indentation, a leading or
+    trailing newline), except the whitespace that ends line K (up to and including its newline).
+
+    Segment of rank j != K - 1 = ``[start_j, n_j + 1)``, n_j the first newline at or after ``end_j``
+    (the end of the text if none): content, trailing spaces and the ending newline. Segment of rank
+    K - 1 = ``[start_j, end_j)``: its trailing spaces and newline get no rank. Indentation before a
+    line's content and blank lines belong to no segment. A zero-length token has no rank; a token
+    overlapping two segments takes the first; a token that overlaps rank K - 1 and runs past its content
+    end (it holds the newline ending line K) gets -1.
+    """
+    n_rows, width = offsets.start_RT.shape
+    if len(lines) != n_rows:
+        raise ValueError(f"lines has {len(lines)} rows but offsets has {n_rows}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    text_len = np.array([len(t) for t in offsets.texts], dtype=np.int64)
+    stride = int(text_len.max(initial=0)) + 2
+    seg_row = np.fromiter((r for r, row in enumerate(lines) for _ in row), dtype=np.int64)
+    seg_rank = np.fromiter((ln.rank for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
+    seg_start = np.fromiter((ln.start for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
+    seg_end = np.fromiter((ln.end for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
+    if len(seg_row) and (
+        (seg_start < 0).any() or (seg_end < seg_start).any() or (seg_end > text_len[seg_row]).any()
+    ):
+        raise ValueError(
+            "a line span lies outside its completion text: spans must come from parse_list(text)"
+        )
+    ext_end = np.fromiter(
+        (
+            ln.end if ln.rank == k - 1 else _line_stop(offsets.texts[r], ln.end)
+            for r, row in enumerate(lines)
+            for ln in row
+        ),
+        dtype=np.int64,
+        count=len(seg_row),
+    )
+    g_start = seg_row * stride + seg_start
+    g_end = seg_row * stride + ext_end
+    if len(g_start) > 1 and ((g_start[1:] < g_end[:-1]) & (seg_row[1:] == seg_row[:-1])).any():
+        raise ValueError("line spans of a row overlap or are out of order: pass parse_list's lines in order")
+    row_off = (np.arange(n_rows, dtype=np.int64) * stride)[:, None]
+    t_start = offsets.start_RT + row_off
+    t_end = offsets.end_RT + row_off
+    j = np.searchsorted(g_end, t_start, side="right")
+    j_safe = np.minimum(j, max(len(g_end) - 1, 0))
+    if len(g_end):
+        hit = (j < len(g_end)) & (g_start[j_safe] < t_end) & (t_end > t_start)
+        rank = np.where(hit, seg_rank[j_safe], -1)
+        holds_last_newline = (
+            hit & (seg_rank[j_safe] == k - 1) & (t_end > (seg_row * stride + seg_end)[j_safe])
+        )
+        rank = np.where(holds_last_newline, -1, rank)
+    else:
+        rank = np.full((n_rows, width), -1, dtype=np.int64)
+    # filler: whitespace-only tokens of no rank (count non-space code points over the concatenated texts)
+    padded = "".join(t + "x" * (stride - len(t)) for t in offsets.texts)
+    code_points = np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32)
+    nonspace = np.concatenate([[0], np.cumsum(~np.isin(code_points, _WHITESPACE))])
+    blank = (t_end > t_start) & (nonspace[t_end] == nonspace[t_start])
+    # the whitespace that ends line K is not filler (its newline gets 0, as the merged ")\n" does)
+    last = seg_rank == k - 1
+    lo = np.full(n_rows, -1, dtype=np.int64)
+    hi = np.full(n_rows, -1, dtype=np.int64)
+    lo[seg_row[last]] = seg_end[last]
+    hi[seg_row[last]] = np.fromiter(
+        (_line_stop(offsets.texts[r], e) for r, e in zip(seg_row[last], seg_end[last], strict=True)),
+        dtype=np.int64,
+        count=int(last.sum()),
+    )
+    ends_k = (offsets.start_RT >= lo[:, None]) & (offsets.end_RT <= hi[:, None])
+    rank = np.where(blank & (rank == -1) & ~ends_k, FILLER, rank)
+    return torch.from_numpy(np.ascontiguousarray(rank, dtype=np.int64))
+
+
+def _line_stop(text: str, end: int) -> int:
+    """One past the newline that ends the line whose content ends at ``end`` (len(text) if none)."""
+    nl = text.find("\n", end)
+    return nl + 1 if nl >= 0 else len(text)
+
+
 class ReferenceScorer:
     """The pre-change ``RankScorer.score`` with the settings of ``scorer`` (its own matcher cache and pieces)."""
 
@@ -230,7 +318,10 @@ class ReferenceScorer:
         self.eos_ids = list(scorer.eos_ids)
         self.k, self.scheme, self.seed = scorer.k, scorer.scheme, scorer.seed
         self.per_responder = scorer.per_responder
-        self.token_ranks, self.parsed_slots_only = scorer.token_ranks, scorer.parsed_slots_only
+        self.parsed_slots_only = scorer.parsed_slots_only
+        self.token_ranks = scorer.token_ranks
+        if scorer.token_ranks is token_rank_index:  # the 'lines' segmentation: its pre-change code
+            self.token_ranks = reference_token_rank_index
         self.last_timings: dict[str, float] = {}  # seconds per stage of the last call
 
     def score(

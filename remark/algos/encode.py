@@ -16,9 +16,11 @@ a repeat of an earlier slot's id is never eligible, which is the same rule state
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 __all__ = ["EncodedRows", "encode_rows"]
@@ -233,7 +235,7 @@ def encode_rows(
     member_RNV = _bool_table((n_rows, n_max, width), member_triples)
     counts_RV = torch.zeros(n_rows, width, dtype=torch.float32)
     if count_triples:
-        idx = torch.tensor(count_triples, dtype=torch.int64)
+        idx = _int_table(count_triples, 3)
         counts_RV[idx[:, 0], idx[:, 1]] = idx[:, 2].to(torch.float32)
     elif responders is not None and counts is None:
         counts_RV = member_RNV.to(torch.float32).sum(1)
@@ -248,7 +250,7 @@ def encode_rows(
             )
     resp_n = torch.tensor(n_resp, dtype=torch.int64)
     return EncodedRows(
-        item_RK=torch.tensor(item_RK, dtype=torch.int64).reshape(n_rows, k),
+        item_RK=_int_table(item_RK, k).reshape(n_rows, k),
         n_lines_R=torch.tensor(n_lines, dtype=torch.int64),
         seen_RV=seen_RV,
         counts_RV=counts_RV,
@@ -261,10 +263,17 @@ def encode_rows(
     )
 
 
+def _int_table(rows: list, width: int) -> torch.Tensor:
+    """int64 (len(rows), width) from equal-length int sequences (``torch.tensor`` of the list, without its
+    per-element cost: one ``np.fromiter`` over the flattened ints)."""
+    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
+    return torch.from_numpy(flat.reshape(len(rows), width))
+
+
 def _bool_table(shape: tuple[int, ...], index: list[tuple[int, ...]]) -> torch.Tensor:
     out = torch.zeros(shape, dtype=torch.bool)
     if index:
-        idx = torch.tensor(index, dtype=torch.int64)
+        idx = _int_table(index, len(shape))
         out[tuple(idx.T)] = True
     return out
 

@@ -53,6 +53,8 @@ FILLER = -2  # rank_RT code of a whitespace-only token outside every segment (``
 
 # every whitespace code point (str.isspace) is below U+3001
 _WHITESPACE = np.array([i for i in range(0x3001) if chr(i).isspace()], dtype=np.uint32)
+_SPACE_TABLE = np.zeros(0x3002, dtype=bool)  # code point -> str.isspace (the last entry stands for >= U+3001)
+_SPACE_TABLE[_WHITESPACE] = True
 
 __all__ = [
     "FILLER",
@@ -396,15 +398,21 @@ def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets,
         raise ValueError(
             "a line span lies outside its completion text: spans must come from parse_list(text)"
         )
-    ext_end = np.fromiter(
-        (
-            ln.end if ln.rank == k - 1 else _line_stop(offsets.texts[r], ln.end)
-            for r, row in enumerate(lines)
-            for ln in row
-        ),
-        dtype=np.int64,
-        count=len(seg_row),
-    )
+    # the texts end to end, each padded to ``stride`` with "x" (no newline, no space), as code points
+    padded = "".join(t + "x" * (stride - len(t)) for t in offsets.texts)
+    code_points = np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32)
+    newlines = np.flatnonzero(code_points == 10)
+
+    def line_stop(rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """One past the newline that ends each line whose content ends at ``ends`` (the text's length if
+        none), for all lines at once: a search in the newline positions of the padded texts."""
+        g = rows * stride + ends
+        i = np.searchsorted(newlines, g, side="left")
+        nl = newlines[np.minimum(i, len(newlines) - 1)] if len(newlines) else g
+        inside = (i < len(newlines)) & (nl < rows * stride + text_len[rows])
+        return np.where(inside, nl + 1 - rows * stride, text_len[rows])
+
+    ext_end = np.where(seg_rank == k - 1, seg_end, line_stop(seg_row, seg_end))
     g_start = seg_row * stride + seg_start
     g_end = seg_row * stride + ext_end
     if len(g_start) > 1 and ((g_start[1:] < g_end[:-1]) & (seg_row[1:] == seg_row[:-1])).any():
@@ -424,29 +432,17 @@ def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets,
     else:
         rank = np.full((n_rows, width), -1, dtype=np.int64)
     # filler: whitespace-only tokens of no rank (count non-space code points over the concatenated texts)
-    padded = "".join(t + "x" * (stride - len(t)) for t in offsets.texts)
-    code_points = np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32)
-    nonspace = np.concatenate([[0], np.cumsum(~np.isin(code_points, _WHITESPACE))])
+    nonspace = np.concatenate([[0], np.cumsum(~_SPACE_TABLE[np.minimum(code_points, len(_SPACE_TABLE) - 1)])])
     blank = (t_end > t_start) & (nonspace[t_end] == nonspace[t_start])
     # the whitespace that ends line K is not filler (its newline gets 0, as the merged ")\n" does)
     last = seg_rank == k - 1
     lo = np.full(n_rows, -1, dtype=np.int64)
     hi = np.full(n_rows, -1, dtype=np.int64)
     lo[seg_row[last]] = seg_end[last]
-    hi[seg_row[last]] = np.fromiter(
-        (_line_stop(offsets.texts[r], e) for r, e in zip(seg_row[last], seg_end[last], strict=True)),
-        dtype=np.int64,
-        count=int(last.sum()),
-    )
+    hi[seg_row[last]] = line_stop(seg_row[last], seg_end[last])
     ends_k = (offsets.start_RT >= lo[:, None]) & (offsets.end_RT <= hi[:, None])
     rank = np.where(blank & (rank == -1) & ~ends_k, FILLER, rank)
     return torch.from_numpy(np.ascontiguousarray(rank, dtype=np.int64))
-
-
-def _line_stop(text: str, end: int) -> int:
-    """One past the newline that ends the line whose content ends at ``end`` (len(text) if none)."""
-    nl = text.find("\n", end)
-    return nl + 1 if nl >= 0 else len(text)
 
 
 @register("segmentation", "newlines", reward_slots="parsed")
