@@ -2,31 +2,49 @@
 
 Run on one GPU (an H200 here; nothing else is needed, no network, no vLLM):
 
-    python bench/gpu_check.py --out $OUT            # est. 4-6 min on an H200; --deadline-s guards (420)
-    python bench/gpu_check.py --out /tmp/x --smoke  # CPU, tiny model, 1 step per G, for the tests
+    python bench/gpu_check.py --out $OUT            # est. 8-10 min on an H200; --deadline-s guards (540)
+    python bench/gpu_check.py --out $OUT --scoring-workers 8 --continuous-batching
+    python bench/gpu_check.py --out /tmp/x --smoke  # CPU, tiny model, 2 steps per run, for the tests
 
 What it does. Builds a synthetic pooled dataset (``data_prep.synthetic``) and a random-init Qwen2 model of
 ``remark.tiny.realistic_spec()`` shape (hidden 896, 24 layers, 14/2 heads, FFN 4864; the tokenizer is
 trained locally on the catalog, the prompts and made-up filler words until it has the spec's vocabulary,
 so the LM head and logits have realistic size), loaded in bf16 (``model_init_kwargs.dtype``, ``bf16``,
-gradient checkpointing as the GPU recipes). For each G it trains ``--warmup`` + ``--steps`` steps of
-``RemarkGRPOTrainer`` (union reward, K = 20, group scaling, ``bnpo``) and then of plain ``GRPOTrainer``
-(a trivial scalar reward) on the same model, batch (``--prompts`` x G completions in one micro-batch,
-generation every step with transformers) and seed. Per G and trainer it reports the median timed step,
-generation time (TRL's ``_generate``), loss time (forward + backward), remark's scoring and advantage
-override, completion tokens per step and per second, and peak GPU memory
+gradient checkpointing as the GPU recipes). For each G it trains ``RemarkGRPOTrainer`` (union reward,
+K = 20, group scaling, ``bnpo``) and plain ``GRPOTrainer`` (a trivial scalar reward) on the same model,
+batch (``--prompts`` x G completions in one micro-batch, generation every step) and seed, ``--reps``
+times each in ABBA order (remark, plain, plain, remark, ...), each run ``--warmup`` untimed +
+``--steps`` timed steps (default 1 + 5). Per G and trainer it reports the median timed step over all its
+runs with the spread (min, max, and the interquartile range), the ratio remark / plain per repetition
+(adjacent runs, so load that drifts cancels) and pooled, generation time (TRL's ``_generate``), loss time
+(forward + backward), completion tokens per step and per second, and peak GPU memory
 (``torch.cuda.max_memory_allocated``, reset before each run). Memory is in GiB (2^30 bytes), the unit of a
 card's label ("80 GB") and of ``remark plan-group-size --memory-budget``.
 
+Scoring, two numbers (issue 13): ``score_wait_s`` is what the step waits for scoring, the duration of the
+reward call (``RankReward.__call__``: the serial ``RankScorer.score``, or with ``--scoring-workers N``
+the rest of the pool's work after generation and TRL's own work before the reward call, plus the join);
+``score_work_s`` is the scoring work, wherever it ran: the serial score call, or the slowest pool
+worker's wall time plus the join. ``override_s`` is the rank step after TRL's round.
+
+``--continuous-batching`` generates with transformers' continuous batching (TRL's
+``use_transformers_continuous_batching``) and sizes its paged KV cache for the batch
+(``num_blocks`` = the batch's prompt + completion tokens in 256-token pages, x 1.25, ``max_batch_tokens``
+4096) instead of transformers' default (a share of the free device memory, allocated again at every step:
+TRL calls ``generate_batch`` without a persistent manager, so each step rebuilds the cache and re-runs
+the warm-up; on CPU that alone took 30 s per step for a 2-layer model). ``gen_tokens_per_s`` is then the
+no-vLLM generation rate.
+
 Caveat: a random-init model writes random tokens, so every completion runs to the cap (the most
 generation work per step) and is one long unparsable line (less parse/ground work than a trained
-model's 20 lines; ``bench/trainer_overhead.py`` measures the rank machinery on list-shaped output).
+model's 20 lines; ``bench/trainer_overhead.py`` measures the rank machinery on list-shaped output and
+``bench/scoring.py`` the scoring on both shapes).
 
 Outputs under ``--out`` (written after every run, so a killed check leaves what it measured):
-``results.json`` (settings, device, every run's step records and medians, skipped G and errors),
+``results.json`` (settings, device, every run's step records and medians, skipped runs and errors),
 ``summary.md`` (tables) and ``profile.json`` (docs/architecture.md "Cost profile", from the remark runs,
-read by ``remark plan-group-size --profile``). Guards: a deadline (a G whose estimated time would pass it
-is skipped and listed; a running trainer stops after the step that passes it), CUDA OOM caught per run
+read by ``remark plan-group-size --profile``). Guards: a deadline (a run whose estimated time would pass
+it is skipped and listed; a running trainer stops after the step that passes it), CUDA OOM caught per run
 and recorded. It never changes GPU settings (no clocks, power, MIG or persistence calls); it only reads
 the device's name and memory through torch.
 """
@@ -39,6 +57,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -67,7 +86,17 @@ SMOKE_SPEC = TinySpec(
     num_key_value_heads=2,
     max_position_embeddings=512,
 )
-KEYS = ("step_s", "gen_s", "loss_s", "reward_s", "score_s", "override_s", "rest_s")
+KEYS = (
+    "step_s",
+    "gen_s",
+    "loss_s",
+    "reward_s",
+    "score_s",
+    "score_wait_s",
+    "score_work_s",
+    "override_s",
+    "rest_s",
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -78,15 +107,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--prompts", type=int, default=None, help="prompts per step (default 16; smoke 2)")
     ap.add_argument("--max-completion-length", type=int, default=None, help="default 320; smoke 24")
     ap.add_argument("--k", type=int, default=None, help="ranks K (default 20; smoke 5)")
-    ap.add_argument("--steps", type=int, default=None, help="timed steps per run (default 2; smoke 1)")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps per run (default 5; smoke 2)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed first steps (default 1; smoke 0)")
-    ap.add_argument("--deadline-s", type=float, default=None, help="time guard in s (default 420; smoke 120)")
+    ap.add_argument(
+        "--reps", type=int, default=None, help="runs per trainer and G, ABBA (default 2; smoke 1)"
+    )
+    ap.add_argument("--deadline-s", type=float, default=None, help="time guard in s (default 540; smoke 240)")
     ap.add_argument("--vocab-size", type=int, default=None, help="override the spec's vocabulary")
     ap.add_argument("--no-plain", action="store_true", help="skip TRL's plain trainer (no overhead ratio)")
     ap.add_argument(
         "--no-gradient-checkpointing", action="store_true", help="turn off gradient checkpointing"
     )
     ap.add_argument("--match-mode", default="fuzzy", choices=("exact", "fuzzy"))
+    ap.add_argument(
+        "--scoring-workers",
+        type=int,
+        default=0,
+        help="remark's scoring_workers (0: score in the reward call)",
+    )
+    ap.add_argument(
+        "--continuous-batching",
+        action="store_true",
+        help="generate with transformers' continuous batching (a paged cache sized for the batch)",
+    )
     ap.add_argument("--work-dir", default=None, help="where the model and data go (default: a temp dir)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
@@ -94,9 +137,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "prompts": (16, 2),
         "max_completion_length": (320, 24),
         "k": (20, 5),
-        "steps": (2, 1),
+        "steps": (5, 2),
         "warmup": (1, 0),
-        "deadline_s": (420.0, 120.0),
+        "reps": (2, 1),
+        "deadline_s": (540.0, 240.0),
     }
     for name, (real, smoke) in defaults.items():
         if getattr(a, name) is None:
@@ -104,6 +148,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.group_sizes = [int(g) for g in a.group_sizes.split(",") if g.strip()]
     if not a.group_sizes or min(a.group_sizes) < 2:
         ap.error("--group-sizes needs integers >= 2")
+    if a.steps < 1 or a.reps < 1 or a.warmup < 0:
+        ap.error("--steps and --reps need >= 1, --warmup >= 0")
     return a
 
 
@@ -140,13 +186,41 @@ def is_oom(err: BaseException) -> bool:
     return isinstance(err, oom_type) or "out of memory" in str(err).lower()
 
 
-def run_one(kind: str, g: int, world, a: argparse.Namespace, cuda: bool, deadline: float) -> dict[str, Any]:
+def max_prompt_tokens(world, k: int) -> int:
+    """Tokens of the longest training prompt with the chat template and the generation prompt."""
+    from transformers import AutoTokenizer
+
+    from remark.data import training_rows
+
+    tok = AutoTokenizer.from_pretrained(world.model_dir)
+    prompts = training_rows(world.ds, split="train", sampling="uniform", k=k)["prompt"].to_list()
+    texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in prompts]
+    return max(len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"])
+
+
+def cb_config(rows: int, max_prompt_tokens: int, max_completion: int) -> dict[str, Any]:
+    """A paged cache sized for one generation batch: every row's prompt and completion in 256-token pages,
+    x 1.25 (transformers' default sizes it from the free device memory and rebuilds it every step)."""
+    pages = -(-rows * (max_prompt_tokens + max_completion) // 256)
+    return {"num_blocks": int(pages * 1.25) + 4, "max_batch_tokens": 4096}
+
+
+def run_one(
+    kind: str, g: int, rep: int, world, a: argparse.Namespace, cuda: bool, deadline: float
+) -> dict[str, Any]:
     """One trainer at one G: its step records, medians and peak memory, or the error."""
     extra: dict[str, Any] = {"gradient_checkpointing": not a.no_gradient_checkpointing}
     if cuda:
         extra |= {"bf16": True, "model_init_kwargs": {"dtype": "bfloat16"}}
+    if a.continuous_batching:
+        extra |= {
+            "use_transformers_continuous_batching": True,
+            "transformers_continuous_batching_config": cb_config(
+                a.prompts * g, world.info.get("max_prompt_tokens", 512), a.max_completion_length
+            ),
+        }
     args = common_args(
-        Path(a.work_dir) / "runs" / f"{kind}_G{g}",
+        Path(a.work_dir) / "runs" / f"{kind}_G{g}_rep{rep}",
         prompts=a.prompts,
         group_size=g,
         max_completion_length=a.max_completion_length,
@@ -155,14 +229,22 @@ def run_one(kind: str, g: int, world, a: argparse.Namespace, cuda: bool, deadlin
         cuda=cuda,
         extra=extra,
     )
-    rec: dict[str, Any] = {"kind": kind, "G": g, "rows": a.prompts * g, "status": "ok"}
+    rec: dict[str, Any] = {"kind": kind, "G": g, "rep": rep, "rows": a.prompts * g, "status": "ok"}
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         rec["mem_before_gb"] = torch.cuda.memory_allocated() / GIB  # ~0 unless a run leaked
     t0 = time.monotonic()
     try:
-        steps, history = timed_run(kind, world, args, k=a.k, match_mode=a.match_mode, deadline=deadline)
+        steps, history = timed_run(
+            kind,
+            world,
+            args,
+            k=a.k,
+            match_mode=a.match_mode,
+            deadline=deadline,
+            remark_extra={"scoring_workers": a.scoring_workers},
+        )
     except Exception as err:
         rec["status"] = "oom" if is_oom(err) else "error"
         rec["error"] = f"{type(err).__name__}: {err}"[:2000]
@@ -197,37 +279,83 @@ def run_one(kind: str, g: int, world, a: argparse.Namespace, cuda: bool, deadlin
     return rec
 
 
-def profile_points(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def pooled(runs: list[dict[str, Any]], kind: str, g: int, warmup: int) -> dict[str, Any] | None:
+    """The timed steps of every ok run of (kind, G), pooled: medians, step-time spread, tokens, memory."""
+    mine = [r for r in runs if r["kind"] == kind and r["G"] == g and r["status"] == "ok"]
+    if not mine:
+        return None
+    steps = [st for r in mine for st in (r["steps"][warmup:] or r["steps"][-1:])]
+    step_s = sorted(st["step_s"] for st in steps)
+    q = statistics.quantiles(step_s, n=4, method="inclusive") if len(step_s) >= 2 else [step_s[0]] * 3
+    med = {key: median_of(steps, key) for key in KEYS}
+    tokens = median_of(steps, "completion_tokens")
+    return {
+        "n_runs": len(mine),
+        "n_timed": len(steps),
+        "median": med,
+        "step_min": step_s[0],
+        "step_max": step_s[-1],
+        "step_q1": q[0],
+        "step_q3": q[2],
+        "completion_tokens_per_step": tokens,
+        "tokens_per_s": tokens / med["step_s"],
+        "gen_tokens_per_s": tokens / med["gen_s"] if med["gen_s"] > 0 else None,
+        "peak_mem_gb": max(r["peak_mem_gb"] for r in mine),
+    }
+
+
+def rep_ratios(runs: list[dict[str, Any]], g: int) -> list[float]:
+    """remark / plain median step of the same repetition (adjacent runs in the ABBA order)."""
+    out = []
+    for rep in sorted({r["rep"] for r in runs if r["G"] == g}):
+        med = {
+            r["kind"]: r["median"]["step_s"]
+            for r in runs
+            if r["G"] == g and r["rep"] == rep and r["status"] == "ok"
+        }
+        if len(med) == 2:
+            out.append(med["remark"] / med["plain"])
+    return out
+
+
+def profile_points(runs: list[dict[str, Any]], warmup: int = 0) -> list[dict[str, Any]]:
     """The "Cost profile" points: one per G from the remark runs (plus the plain step and the ratio)."""
-    plain = {r["G"]: r for r in runs if r["kind"] == "plain" and r["status"] == "ok"}
     points = []
-    for r in runs:
-        if r["kind"] != "remark" or r["status"] != "ok":
+    for g in sorted({r["G"] for r in runs}):
+        rem, plain = pooled(runs, "remark", g, warmup), pooled(runs, "plain", g, warmup)
+        if rem is None:
             continue
-        m = r["median"]
+        m = rem["median"]
         pt = {
-            "G": r["G"],
-            "peak_mem_gb": round(r["peak_mem_gb"], 4),
+            "G": g,
+            "peak_mem_gb": round(rem["peak_mem_gb"], 4),
             "step_s": m["step_s"],
-            "tokens_per_s": r["tokens_per_s"],
+            "tokens_per_s": rem["tokens_per_s"],
             "gen_s": m["gen_s"],
             "loss_s": m["loss_s"],
+            "score_wait_s": m["score_wait_s"],
+            "score_work_s": m["score_work_s"],
         }
-        if r["G"] in plain:
-            pt["plain_step_s"] = plain[r["G"]]["median"]["step_s"]
+        if plain is not None:
+            pt["plain_step_s"] = plain["median"]["step_s"]
             pt["overhead_ratio"] = m["step_s"] / pt["plain_step_s"]
+            ratios = rep_ratios(runs, g)
+            if ratios:
+                pt["rep_ratios"] = ratios
         points.append(pt)
     return points
 
 
 def write_outputs(out: Path, doc: dict[str, Any]) -> None:
     """results.json, profile.json and summary.md (each written whole, then renamed)."""
-    points = profile_points(doc["runs"])
+    points = profile_points(doc["runs"], doc["settings"]["warmup"])
     profile = {
         "device": doc["device"]["name"],
         "model": doc["model"],
         "points": points,
-        "settings": {k: doc["settings"][k] for k in ("prompts", "max_completion_length", "k", "steps")},
+        "settings": {
+            k: doc["settings"][k] for k in ("prompts", "max_completion_length", "k", "steps", "reps")
+        },
         "memory_unit": "GiB" if doc["device"]["cuda"] else "GiB (process peak RSS, CPU smoke)",
         "source": "bench/gpu_check.py (RemarkGRPOTrainer runs)",
     }
@@ -244,38 +372,54 @@ def write_outputs(out: Path, doc: dict[str, Any]) -> None:
 
 def summary_markdown(doc: dict[str, Any], points: list[dict[str, Any]]) -> str:
     s, dev = doc["settings"], doc["device"]
+    gen = "transformers continuous batching" if s.get("continuous_batching") else "transformers generate"
     lines = [
         f"# gpu_check{' (smoke, CPU)' if s['smoke'] else ''}: {dev['name']}",
         "",
         f"Model: {doc['model']}. Batch: {s['prompts']} prompts x G completions (one micro-batch), completion cap "
-        f"{s['max_completion_length']}, K = {s['k']}, {s['warmup']} warm-up + {s['steps']} timed steps per run; "
-        f"torch {dev['torch']}. Wall {doc.get('wall_s', 0):.0f} s (deadline {s['deadline_s']:.0f} s).",
+        f"{s['max_completion_length']}, K = {s['k']}, generation: {gen}, remark scoring_workers "
+        f"{s.get('scoring_workers', 0)}. {s.get('reps', 1)} run(s) per trainer and G in ABBA order, each "
+        f"{s['warmup']} warm-up + {s['steps']} timed steps; torch {dev['torch']}. Wall {doc.get('wall_s', 0):.0f} s "
+        f"(deadline {s['deadline_s']:.0f} s).",
         "",
-        "tokens/s = completion tokens per step / step time; peak = torch.cuda.max_memory_allocated per run "
-        "(CPU smoke: process peak RSS).",
+        "Medians over all timed steps of a trainer at a G; spread = min / interquartile range / max of its "
+        "step times. score wait = the reward call TRL waits on; score work = the scoring work wherever it ran "
+        "(serial call, or the slowest pool worker). tokens/s = completion tokens per step / step time; gen "
+        "tok/s = per generation time; peak = torch.cuda.max_memory_allocated (CPU smoke: process peak RSS).",
         "",
-        "| G | trainer | status | step s | gen s | loss s | score ms | override ms | tokens/step | tokens/s | peak GiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| G | trainer | runs | steps | step s | spread (min / q1-q3 / max) | gen s | loss s | score wait ms "
+        "| score work ms | override ms | tokens/step | tokens/s | gen tok/s | peak GiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in doc["runs"]:
-        if r["status"] != "ok":
-            lines.append(f"| {r['G']} | {r['kind']} | {r['status']} | | | | | | | | {r['peak_mem_gb']:.2f} |")
-            continue
-        m = r["median"]
-        lines.append(
-            f"| {r['G']} | {r['kind']} | ok{' (partial)' if 'note' in r else ''} | {m['step_s']:.3f} | "
-            f"{m['gen_s']:.3f} | {m['loss_s']:.3f} | {1e3 * m['score_s']:.1f} | {1e3 * m['override_s']:.1f} | "
-            f"{r['completion_tokens_per_step']:.0f} | {r['tokens_per_s']:.0f} | {r['peak_mem_gb']:.2f} |"
-        )
-    ratios = [f"G={p['G']}: {p['overhead_ratio']:.3f}" for p in points if "overhead_ratio" in p]
-    lines += ["", f"Step-time ratio remark / plain GRPO: {', '.join(ratios) or 'n/a'} (goal <= 1.10)."]
+    kinds = ("remark", "plain")
+    for g in sorted({r["G"] for r in doc["runs"]}):
+        for kind in kinds:
+            p = pooled(doc["runs"], kind, g, s["warmup"])
+            if p is None:
+                continue
+            m = p["median"]
+            gen_tps = f"{p['gen_tokens_per_s']:.0f}" if p["gen_tokens_per_s"] else ""
+            lines.append(
+                f"| {g} | {kind} | {p['n_runs']} | {p['n_timed']} | {m['step_s']:.3f} | {p['step_min']:.3f} / "
+                f"{p['step_q1']:.3f}-{p['step_q3']:.3f} / {p['step_max']:.3f} | {m['gen_s']:.3f} | {m['loss_s']:.3f} | "
+                f"{1e3 * m['score_wait_s']:.1f} | {1e3 * m['score_work_s']:.1f} | {1e3 * m['override_s']:.1f} | "
+                f"{p['completion_tokens_per_step']:.0f} | {p['tokens_per_s']:.0f} | {gen_tps} | {p['peak_mem_gb']:.2f} |"
+            )
+    ratios = []
+    for p in points:
+        if "overhead_ratio" in p:
+            reps = ", ".join(f"{x:.3f}" for x in p.get("rep_ratios", []))
+            ratios.append(f"G={p['G']}: {p['overhead_ratio']:.3f} (per repetition: {reps or 'n/a'})")
+    lines += ["", f"Step-time ratio remark / plain GRPO (pooled medians): {'; '.join(ratios) or 'n/a'}."]
+    waits = [f"G={p['G']}: {100 * p['score_wait_s'] / p['step_s']:.2f}%" for p in points if p["step_s"] > 0]
+    lines.append(f"Scoring wait as a share of the remark step: {', '.join(waits) or 'n/a'}.")
     if s["smoke"]:
-        lines.append("Smoke run: one step per run, no warm-up; the times check the path, not the speed.")
+        lines.append("Smoke run (CPU, tiny model): the times check the path, not the speed.")
     if doc["skipped"]:
         lines.append(f"Skipped (deadline): {', '.join(doc['skipped'])}.")
     for r in doc["runs"]:
         if r["status"] != "ok":
-            lines.append(f"G={r['G']} {r['kind']}: {r['status']}: {r.get('error', '')[:300]}")
+            lines.append(f"G={r['G']} {r['kind']} rep {r['rep']}: {r['status']}: {r.get('error', '')[:300]}")
     lines += ["", f"Profile points: {len(points)} (profile.json, for `remark plan-group-size --profile`)."]
     return "\n".join(lines) + "\n"
 
@@ -320,6 +464,8 @@ def _check(a: argparse.Namespace, out: Path, cuda: bool, t_start: float, deadlin
         filler_words=filler,
         seed=a.seed,
     )
+    if a.continuous_batching:  # the paged cache is sized from the longest prompt
+        world.info["max_prompt_tokens"] = max_prompt_tokens(world, a.k)
     device = device_info(cuda)
     model = (
         f"random-init Qwen2 ({'smoke TinySpec' if a.smoke else 'remark.tiny.realistic_spec'}: hidden "
@@ -343,30 +489,32 @@ def _check(a: argparse.Namespace, out: Path, cuda: bool, t_start: float, deadlin
     kinds = ("remark",) if a.no_plain else KINDS
     last: tuple[int, float] | None = None  # (G, wall s of one run) of the last finished run
     for g in a.group_sizes:
-        for kind in kinds:  # remark first: the profile needs its runs most
-            now = time.monotonic()
-            estimate = 0.0 if last is None else last[1] * g / last[0]
-            if now + estimate > deadline:
-                doc["skipped"].append(
-                    f"G={g} {kind} (estimated {estimate:.0f} s, {deadline - now:.0f} s left)"
-                )
-                print(f"skip G={g} {kind}: deadline", flush=True)
-                continue
-            rec = run_one(kind, g, world, a, cuda, deadline)
-            doc["runs"].append(rec)
-            if rec["status"] == "ok":
-                last = (g, rec["wall_s"])
-                m = rec["median"]
-                print(
-                    f"G={g:<3} {kind:<6} step {m['step_s']:.3f} s (gen {m['gen_s']:.3f}, loss {m['loss_s']:.3f}, "
-                    f"score {1e3 * m['score_s']:.1f} ms), {rec['tokens_per_s']:.0f} tok/s, "
-                    f"peak {rec['peak_mem_gb']:.2f} GiB",
-                    flush=True,
-                )
-            else:
-                print(f"G={g:<3} {kind:<6} {rec['status']}: {rec['error'][:200]}", flush=True)
-            doc["wall_s"] = time.monotonic() - t_start
-            write_outputs(out, doc)
+        for rep in range(a.reps):
+            for kind in kinds if rep % 2 == 0 else kinds[::-1]:  # ABBA: remark, plain, plain, remark, ...
+                now = time.monotonic()
+                estimate = 0.0 if last is None else last[1] * g / last[0]
+                if now + estimate > deadline:
+                    doc["skipped"].append(
+                        f"G={g} {kind} rep {rep} (estimated {estimate:.0f} s, {deadline - now:.0f} s left)"
+                    )
+                    print(f"skip G={g} {kind} rep {rep}: deadline", flush=True)
+                    continue
+                rec = run_one(kind, g, rep, world, a, cuda, deadline)
+                doc["runs"].append(rec)
+                if rec["status"] == "ok":
+                    last = (g, rec["wall_s"])
+                    m = rec["median"]
+                    print(
+                        f"G={g:<3} {kind:<6} rep {rep} step {m['step_s']:.3f} s (gen {m['gen_s']:.3f}, loss "
+                        f"{m['loss_s']:.3f}, score wait {1e3 * m['score_wait_s']:.1f} ms, work "
+                        f"{1e3 * m['score_work_s']:.1f} ms), {rec['tokens_per_s']:.0f} tok/s, "
+                        f"peak {rec['peak_mem_gb']:.2f} GiB",
+                        flush=True,
+                    )
+                else:
+                    print(f"G={g:<3} {kind:<6} rep {rep} {rec['status']}: {rec['error'][:200]}", flush=True)
+                doc["wall_s"] = time.monotonic() - t_start
+                write_outputs(out, doc)
     doc["wall_s"] = time.monotonic() - t_start
     write_outputs(out, doc)
     print((out / "summary.md").read_text())

@@ -268,6 +268,10 @@ class PlainTimed(_OuterTimed, _TRLTimed):
 
 
 class RemarkTimed(_OuterTimed, RemarkGRPOTrainer, _TRLTimed):
+    """Times the serial score call (``score_s``), the reward call TRL waits on (``score_wait_s``) and the
+    scoring work wherever it ran (``score_work_s``: the serial call, or with ``scoring_workers`` the
+    slowest pool worker's wall time per round)."""
+
     def __init__(self, *args, clock: Clock, **kwargs) -> None:
         self.clock = clock
         super().__init__(*args, **kwargs)
@@ -275,9 +279,33 @@ class RemarkTimed(_OuterTimed, RemarkGRPOTrainer, _TRLTimed):
 
         def timed_score(*a, **kw):
             with self.clock.time("score_s"):
-                return score(*a, **kw)
+                out = score(*a, **kw)
+            return out
 
         self.scorer.score = timed_score
+        reward, futures = self.rank_reward, []
+        if reward.pool is not None:
+            submit = reward.pool.submit
+
+            def timed_submit(*a, **kw):
+                futures.append(submit(*a, **kw))
+                return futures[-1]
+
+            reward.pool.submit = timed_submit
+
+        def timed_reward(*a, **kw):
+            before = self.clock.current.get("score_s", 0.0) if self.clock.current is not None else 0.0
+            with self.clock.time("score_wait_s"):
+                out = reward(*a, **kw)
+            if self.clock.current is not None:
+                serial = self.clock.current.get("score_s", 0.0) - before
+                pooled = max(futures[-1].worker_s, default=0.0) if futures and serial == 0.0 else 0.0
+                self.clock.add("score_work_s", serial + pooled)
+            futures.clear()
+            return out
+
+        timed_reward.__name__ = reward.__name__
+        self.reward_funcs[0] = timed_reward
 
 
 class StepClock(TrainerCallback):
@@ -351,6 +379,7 @@ def timed_run(
     k: int,
     match_mode: str = "fuzzy",
     deadline: float | None = None,
+    remark_extra: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, float]], Any]:
     """Build one trainer of ``kind`` ("remark" or "plain") on ``world`` and train ``args["max_steps"]`` steps.
 
@@ -363,7 +392,7 @@ def timed_run(
     train = training_dataset(world.ds, split="train", sampling="uniform", k=k)
     callbacks = [StepClock(clock, deadline)]
     if kind == "remark":
-        cfg = RemarkGRPOConfig(**args, **remark_args(k, match_mode))
+        cfg = RemarkGRPOConfig(**args, **remark_args(k, match_mode), **(remark_extra or {}))
         trainer = RemarkTimed(
             model=str(world.model_dir),
             args=cfg,
@@ -391,6 +420,9 @@ def timed_run(
         trainer.train()
         history = list(trainer.state.log_history)
     finally:
+        pool = getattr(getattr(trainer, "rank_reward", None), "pool", None)
+        if pool is not None:
+            pool.close()
         del trainer
         gc.collect()
         if cuda:
@@ -401,7 +433,8 @@ def timed_run(
 def derive(step: dict[str, float]) -> dict[str, float]:
     """Add ``loss_s``, ``override_s`` and ``rest_s`` to one step record."""
     out = dict(step)
-    out.setdefault("score_s", 0.0)
+    for key in ("score_s", "score_wait_s", "score_work_s"):
+        out.setdefault(key, 0.0)
     out["loss_s"] = out.get("train_step_s", 0.0) - out.get("prepare_s", 0.0)
     out["override_s"] = out.get("gas_s", 0.0) - out.get("trl_gas_s", 0.0)
     parts = ("gen_s", "reward_s", "override_s", "loss_s")
@@ -510,14 +543,16 @@ def write_cpu_profile(a: argparse.Namespace, world: World) -> dict[str, Any]:
     process's peak RSS, which never resets, so each point is the peak up to and including its run)."""
     from gpu_check import profile_points, run_one
 
-    ns = argparse.Namespace(**{**vars(a), "no_gradient_checkpointing": True})
+    ns = argparse.Namespace(
+        **{**vars(a), "no_gradient_checkpointing": True, "continuous_batching": False, "scoring_workers": 0}
+    )
     groups = sorted({int(g) for g in a.profile_group_sizes.split(",") if g.strip()})
-    runs = [run_one("remark", g, world, ns, False, float("inf")) for g in groups]
+    runs = [run_one("remark", g, 0, world, ns, False, float("inf")) for g in groups]
     profile = {
         "device": f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"{torch.get_num_threads()} torch threads)",
         "model": f"remark.tiny.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
-        "points": profile_points(runs),
+        "points": profile_points(runs, a.warmup),
         "settings": {
             "prompts": a.prompts,
             "max_completion_length": a.max_completion_length,

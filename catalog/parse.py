@@ -32,8 +32,9 @@ answer), and so is the title/year split of each distinct cleaned body.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import Any
 
 __all__ = ["ParsedLine", "parse_line", "parse_list"]
 
@@ -224,9 +225,34 @@ def _finish(body: str, marker: bool, heading: bool) -> tuple[str, str | None, in
 #: Lines up to this many characters are cached (a list's lines are short and repeat across the G lists
 #: of a group and across steps; a long unbroken run of text, e.g. random tokens, is rarely seen twice).
 _CACHE_MAX_LEN = 400
-_line_features_cached = lru_cache(maxsize=1 << 16)(_line_features)
-_numbered_features_cached = lru_cache(maxsize=1 << 16)(_numbered_features)
-_title_year_cached = lru_cache(maxsize=1 << 16)(_title_year)
+_CACHE_SIZE = 1 << 16  # entries per cache; a full cache is emptied (answers never depend on it)
+
+
+class _Cache(dict):
+    """``fn(key)`` memoised in a plain dict, emptied when it holds ``_CACHE_SIZE`` entries. A dict of str
+    keys and tuples of str/int/None is left alone by the cyclic garbage collector once its tuples are
+    untracked, where ``functools.lru_cache``'s 65k linked-list nodes stay tracked and slow every full
+    collection of the training process."""
+
+    def __init__(self, fn: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def __call__(self, key: str) -> Any:
+        got = self.get(key)
+        if got is None:
+            if len(self) >= _CACHE_SIZE:
+                self.clear()
+            got = self[key] = self.fn(key)
+        return got
+
+    def cache_clear(self) -> None:
+        self.clear()
+
+
+_line_features_cached = _Cache(_line_features)
+_numbered_features_cached = _Cache(_numbered_features)
+_title_year_cached = _Cache(_title_year)
 
 
 def _features_of(text: str) -> tuple[str, str | None, int | None, bool, bool, bool]:

@@ -96,6 +96,7 @@ def _score_shard(
     bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
     flat_list = flat.tolist()
     rows = [flat_list[a:b] for a, b in itertools.pairwise(bounds)]
+    columns = {k: [uniq[i] for i in index] for k, (uniq, index) in columns.items()}
     try:
         st = _WORKER.row_stages(rows)
         scored = _WORKER.assemble(st, columns, group_size=group_size, step=step)
@@ -105,8 +106,11 @@ def _score_shard(
     return {
         "request_ids": scored.request_ids,
         "texts": scored.texts,
-        "n_lines": np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)),
-        "line_cols": np.array([(ln.rank, ln.start, ln.end) for row in lines for ln in row], dtype=np.int64),
+        "n_lines": list(map(len, lines)),
+        "ranks": [ln.rank for row in lines for ln in row],
+        "starts": [ln.start for row in lines for ln in row],
+        "ends": [ln.end for row in lines for ln in row],
+        "line_texts": [ln.text for row in lines for ln in row],
         "titles": [ln.title for row in lines for ln in row],
         "years": [ln.year for row in lines for ln in row],
         "n_slots": np.fromiter(map(len, scored.slot_ids), dtype=np.int64, count=len(scored.slot_ids)),
@@ -264,7 +268,7 @@ class ScoringPool:
         keys = [k for k in _SCORED_COLUMNS if k in columns]
         futures = []
         for w, (a, b) in enumerate(_shard_bounds(len(rows), self.workers, group_size)):
-            part = {k: list(columns[k][a:b]) for k in keys}
+            part = {k: _dedupe(columns[k][a:b]) for k in keys}
             args = (flat[starts[a] : starts[b]], lengths[a:b], part, group_size, step, a)
             try:
                 futures.append((w, self._executors[w].submit(_score_shard, *args)))
@@ -292,23 +296,17 @@ class ScoringPool:
         lines: list[list] = []
         slot_ids: list[list[str | None]] = []
         for part in parts:
-            texts_p = part["texts"]
-            cols = part["line_cols"].reshape(-1, 3).tolist()
-            titles, years = part["titles"], part["years"]
+            fields = ("ranks", "starts", "ends", "line_texts", "titles", "years")
+            flat = list(itertools.starmap(_new_parsed_line, zip(*(part[f] for f in fields), strict=True)))
             pos = 0
-            for r, n in enumerate(part["n_lines"].tolist()):
-                text = texts_p[r]
-                row = []
-                for j in range(pos, pos + n):
-                    rank, start, end = cols[j]
-                    row.append(_new_parsed_line(rank, start, end, text[start:end], titles[j], years[j]))
-                lines.append(row)
+            for n in part["n_lines"]:
+                lines.append(flat[pos : pos + n])
                 pos += n
             flat_ids, pos = part["slot_ids"], 0
             for n in part["n_slots"].tolist():
                 slot_ids.append(flat_ids[pos : pos + n])
                 pos += n
-            texts.extend(texts_p)
+            texts.extend(part["texts"])
         n_rows = len(texts)
         width = max(p["rank_RT"].shape[1] for p in parts)
         n_resp = max(p["rewards_RNK"].shape[1] for p in parts)
@@ -381,6 +379,24 @@ def _main_module_hidden() -> Iterator[None]:
         if main is not None:
             main.__dict__.pop("__spec__", None)
             main.__dict__.update(saved)
+
+
+def _dedupe(values: Sequence[Any]) -> tuple[list[Any], list[int]]:
+    """(distinct runs, index per row): a group's G rows carry equal columns, sent once."""
+    uniq: list[Any] = []
+    index: list[int] = []
+    for v in values:
+        if not uniq or not _equal(v, uniq[-1]):
+            uniq.append(v)
+        index.append(len(uniq) - 1)
+    return uniq, index
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # e.g. arrays: not deduplicated
+        return False
 
 
 def _worker_context() -> Any:

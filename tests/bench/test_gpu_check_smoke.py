@@ -37,12 +37,15 @@ def test_gpu_check_smoke_writes_results_and_a_usable_profile(tmp_path, capsys):
     for (kind, g), r in runs.items():
         assert r["status"] == "ok", r
         assert r["rows"] == 2 * g
-        assert r["n_steps"] == 1
+        assert r["n_steps"] == r["n_timed"] == 2 and r["rep"] == 0
         m = r["median"]
         assert m["step_s"] > 0 and m["gen_s"] > 0 and m["loss_s"] > 0
         assert m["step_s"] >= m["gen_s"] + m["loss_s"]
         assert r["completion_tokens_per_step"] > 0 and r["tokens_per_s"] > 0
         assert (m["score_s"] > 0) == (kind == "remark")  # only remark parses and grounds
+        # serial scoring: the step waits for all of the work, inside TRL's reward call
+        assert (m["score_wait_s"] > 0) == (kind == "remark") and m["score_wait_s"] >= m["score_work_s"] * 0.99
+        assert m["score_work_s"] == pytest.approx(m["score_s"], rel=1e-6)
 
     profile = json.loads((out / "profile.json").read_text())
     assert isinstance(profile["device"], str) and isinstance(profile["model"], str)
@@ -51,6 +54,7 @@ def test_gpu_check_smoke_writes_results_and_a_usable_profile(tmp_path, capsys):
         assert set(p) >= POINT_KEYS
         assert isinstance(p["G"], int) and p["step_s"] > 0 and p["peak_mem_gb"] >= 0
         assert p["overhead_ratio"] == pytest.approx(p["step_s"] / p["plain_step_s"])
+        assert p["rep_ratios"] == [pytest.approx(p["overhead_ratio"])]  # one repetition: the same runs
     assert "Step-time ratio remark / plain GRPO" in (out / "summary.md").read_text()
 
     # The planner accepts the profile (the "Cost profile" contract).

@@ -169,15 +169,9 @@ def test_cached_line_features_equal_the_uncached_ones(text):
 
 def test_long_lines_are_not_cached_but_parse_the_same():
     text = "1. " + "x" * (parse._CACHE_MAX_LEN + 10) + " (1999)"
-    before = (
-        parse._line_features_cached.cache_info().currsize
-        + parse._numbered_features_cached.cache_info().currsize
-    )
+    before = len(parse._line_features_cached) + len(parse._numbered_features_cached)
     assert parse.parse_list(text)[0].title == "x" * (parse._CACHE_MAX_LEN + 10)
-    after = (
-        parse._line_features_cached.cache_info().currsize
-        + parse._numbered_features_cached.cache_info().currsize
-    )
+    after = len(parse._line_features_cached) + len(parse._numbered_features_cached)
     assert after == before
 
 
@@ -212,3 +206,13 @@ def _old_strip(s: str) -> str:
 def test_accent_strip_equals_the_per_character_loop(s):
     assert normalize._strip_accents(s) == _old_strip(s)
     assert normalize._strip_accents(s + "\ud800" * 60) == _old_strip(s + "\ud800" * 60)  # lone surrogates
+
+
+def test_a_full_parse_cache_is_emptied_and_answers_stay_the_same(monkeypatch):
+    monkeypatch.setattr(parse, "_CACHE_SIZE", 3)
+    cache = parse._Cache(parse._line_features)
+    texts = [f"{n}. Alien (1979)" for n in range(7)] + ["- Heat", "- Heat"]
+    assert [cache(t) for t in texts] == [parse._line_features(t) for t in texts]
+    assert 1 <= len(cache) <= 3
+    cache.cache_clear()
+    assert len(cache) == 0
