@@ -39,24 +39,35 @@ Modes (``match_mode``):
 
 Ties (several items pass the same rule): smallest year distance (known years before unknown), then
 higher popularity, then smaller ``item_id`` (``catalog.index``). Results are cached per (title, year).
+
+Where the code lives: the settings in ``catalog.settings`` (re-exported here), the lookup structures in
+``catalog.index``, and the ids-only path that ``Matcher.ground_lines`` takes (the trainer's rewards and
+the evaluation; no explanations, same ids) in ``catalog.ground_ids``.
 """
 
 from __future__ import annotations
 
 import itertools
-import numbers
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
 from rapidfuzz import fuzz, process
 
 from catalog.errors import InputError
+from catalog.ground_ids import ground_ids
 from catalog.index import CatalogIndex, bare_key, number_signature, plural_key, raw_key, subtitle_heads
 from catalog.normalize import normalize_title
 from catalog.parse import ParsedLine
+from catalog.settings import (
+    DEFAULT_SCORER,
+    DEFAULT_THRESHOLD,
+    MATCH_MODES,
+    SCORERS,
+    GroundingSettings,
+    Mode,  # noqa: F401  (re-exported)
+)
 from catalog.table import Catalog
 
 __all__ = [
@@ -69,18 +80,6 @@ __all__ = [
     "Matcher",
 ]
 
-Mode = Literal["exact", "normalized", "fuzzy"]
-MATCH_MODES: tuple[str, ...] = ("exact", "normalized", "fuzzy")
-SCORERS = {
-    "ratio": fuzz.ratio,
-    "token_sort_ratio": fuzz.token_sort_ratio,
-    "token_set_ratio": fuzz.token_set_ratio,
-    "WRatio": fuzz.WRatio,
-    "partial_ratio": fuzz.partial_ratio,
-}
-#: Chosen with bench/grounding.py (see bench/RESULTS.md, "Grounding").
-DEFAULT_SCORER = "ratio"
-DEFAULT_THRESHOLD = 90.0
 _CHUNK = 1024
 
 
@@ -97,141 +96,6 @@ class Match:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _grounding_problem(values: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """The first invalid grounding field in ``values`` as (field, message, hint); None when all are valid."""
-    mode = values.get("match_mode", "fuzzy")
-    if not isinstance(mode, str) or mode not in MATCH_MODES:
-        return "match_mode", f"unknown match_mode {mode!r}", f"use one of {', '.join(MATCH_MODES)}"
-    tol = values.get("year_tolerance", 0)
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Integral) or tol < 0:
-        return "year_tolerance", f"year_tolerance={tol!r} is not an integer >= 0", "use 0 or more"
-    thr = values.get("match_threshold", DEFAULT_THRESHOLD)
-    if isinstance(thr, bool) or not isinstance(thr, numbers.Real) or not 0 <= thr <= 100:
-        return "match_threshold", f"match_threshold={thr!r} is not a score in [0, 100]", "use 0 to 100"
-    scorer = values.get("match_scorer", DEFAULT_SCORER)
-    if not isinstance(scorer, str) or scorer not in SCORERS:
-        return "match_scorer", f"unknown match_scorer {scorer!r}", f"use one of {', '.join(SCORERS)}"
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class GroundingSettings:
-    """How generated or mentioned titles are grounded; one name per field in the API, CLI and config.
-
-    - ``match_mode``: ``exact`` (Rank-GRPO's verbatim lookup), ``normalized`` (rule 1 only) or ``fuzzy``;
-    - ``year_tolerance``: the largest |year difference| that still matches (int >= 0; unused by ``exact``);
-    - ``match_threshold``: the fuzzy rule's minimum score in [0, 100];
-    - ``match_scorer``: the rapidfuzz scorer of the fuzzy rule (a key of ``SCORERS``).
-
-    Invalid values raise ``InputError`` naming the field.
-    """
-
-    match_mode: Mode = "fuzzy"
-    year_tolerance: int = 2
-    match_threshold: float = DEFAULT_THRESHOLD
-    match_scorer: str = DEFAULT_SCORER
-
-    def __post_init__(self) -> None:
-        problem = _grounding_problem(self.to_dict())
-        if problem is not None:
-            name, message, hint = problem
-            raise InputError(message, field=name, hint=hint)
-        object.__setattr__(self, "year_tolerance", int(self.year_tolerance))
-        object.__setattr__(self, "match_threshold", float(self.match_threshold))
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """The field names, in order: ``match_mode, year_tolerance, match_threshold, match_scorer``."""
-        return tuple(f.name for f in fields(cls))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.names()}
-
-    @classmethod
-    def from_dict(
-        cls, data: Any, *, path: str | None = None, prefix: str = "grounding", partial: bool = False
-    ) -> GroundingSettings:
-        """Read a ``to_dict`` object (e.g. ``meta.json["grounding"]``); errors name ``path`` and the field.
-
-        Unknown keys are errors; with ``partial`` missing keys take the defaults, else they are errors.
-        """
-        if not isinstance(data, Mapping):
-            raise InputError(
-                f"expected an object with {', '.join(cls.names())}, got {type(data).__name__}",
-                path=path,
-                field=prefix,
-            )
-        unknown = sorted(set(data) - set(cls.names()))
-        if unknown:
-            raise InputError(
-                f"unknown key(s) {unknown}", path=path, field=prefix, hint=f"valid: {', '.join(cls.names())}"
-            )
-        missing = [n for n in cls.names() if n not in data]
-        if missing and not partial:
-            raise InputError(
-                f"missing key(s) {missing}",
-                path=path,
-                field=f"{prefix}.{missing[0]}",
-                hint="re-run remark prep",
-            )
-        problem = _grounding_problem(data)
-        if problem is not None:
-            name, message, hint = problem
-            raise InputError(message, path=path, field=f"{prefix}.{name}", hint=hint)
-        return cls(**dict(data))
-
-    def with_overrides(self, overrides: Mapping[str, Any]) -> GroundingSettings:
-        """A copy with the fields of ``overrides`` that are not None (unknown names are errors)."""
-        unknown = sorted(set(overrides) - set(self.names()))
-        if unknown:
-            raise InputError(
-                f"unknown grounding field(s) {unknown}", hint=f"valid: {', '.join(self.names())}"
-            )
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
-
-    def differences(self, other: GroundingSettings) -> dict[str, tuple[Any, Any]]:
-        """``{field: (self's value, other's value)}`` for every field where the two differ."""
-        return {
-            n: (getattr(self, n), getattr(other, n))
-            for n in self.names()
-            if getattr(self, n) != getattr(other, n)
-        }
-
-    def describe(self) -> str:
-        """``"match_mode=fuzzy, year_tolerance=2, match_threshold=90, match_scorer=ratio"``."""
-        return ", ".join(
-            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.to_dict().items()
-        )
-
-
-#: Scorers for which ``score <= 200 min(|a|, |b|) / (|a| + |b|)`` holds on normalised keys.
-_LENGTH_BOUNDED = frozenset({"ratio", "token_sort_ratio"})
-#: ``score_cutoff`` sits this far below the threshold, so that rapidfuzz's own cutoff arithmetic can never
-#: drop a score exactly at the threshold.
-_CUTOFF_SLACK = 1e-6
-
-
-@dataclass(frozen=True)
-class _Candidates:
-    """The fuzzy rule's candidate entries for one query year, in tie-break order."""
-
-    entries: np.ndarray
-    keys: list[str]
-    min_len: int
-    max_len: int
-
-
-def _length_can_reach(length: int, cands: _Candidates, threshold: float) -> bool:
-    """False when 200 min(L, l) / (L + l) < threshold for every candidate key length l (L = ``length``):
-    the bound rises with l up to L and falls after it, so a key longer than the longest candidate is
-    bounded by the longest, one shorter than the shortest by the shortest; anything between may reach."""
-    if length > cands.max_len:
-        return 200.0 * cands.max_len / (length + cands.max_len) >= threshold - _CUTOFF_SLACK
-    if length < cands.min_len:
-        return 200.0 * length / (length + cands.min_len) >= threshold - _CUTOFF_SLACK
-    return True
 
 
 def _none(detail: str, score: float = 0.0) -> Match:
@@ -270,7 +134,7 @@ class Matcher:
         self._keys = np.asarray(self.index.entry_key, dtype=object)
         self._cache: dict[tuple[str | None, int | None], Match] = {}
         self._id_cache: dict[tuple[str, int | None], str | None] = {}  # ground_lines' answers
-        self._candidates: dict[int | None, _Candidates] = {}
+        self._candidates: dict = {}  # catalog.ground_ids.year_candidates, per query year
 
     def __repr__(self) -> str:
         return f"Matcher({len(self.catalog)} items, {self.settings.describe()})"
@@ -332,11 +196,11 @@ class Matcher:
         One batched pass over all rows: the path the trainer's rewards and the evaluation share, so that a
         list is grounded the same way in both. It returns the ids :meth:`ground_many` would give, without
         its explanations (issue 13): ids are cached per (title, year) apart from ``ground_many``'s
-        :class:`Match` cache (which is read, not written), and the fuzzy rule (:meth:`_fuzzy_ids`) scores
+        :class:`Match` cache (which is read, not written), and the fuzzy rule (``catalog.ground_ids.fuzzy_ids``) scores
         with a score cutoff and skips queries whose length cannot reach the threshold.
         """
         flat = [line for row in rows for line in row]
-        ids = self._ground_ids([(ln.title, None if ln.year is None else int(ln.year)) for ln in flat])
+        ids = ground_ids(self, [(ln.title, None if ln.year is None else int(ln.year)) for ln in flat])
         out, pos = [], 0
         for row in rows:
             out.append(ids[pos : pos + len(row)])
@@ -357,30 +221,6 @@ class Matcher:
             for k in list(itertools.islice(cache, overflow)):
                 del cache[k]
         cache.update(itertools.islice(found.items(), self.cache_size))
-
-    def _ground_ids(self, queries: list[tuple[str | None, int | None]]) -> list[str | None]:
-        """The item id :meth:`ground_many` gives each query (None without a title or a match)."""
-        ids, matches = self._id_cache, self._cache
-        found: dict[tuple[str | None, int | None], str | None] = {}
-        new: dict[tuple[str, int | None], str | None] = {}
-        todo: list[tuple[str, int | None]] = []
-        for q in dict.fromkeys(queries):
-            if q[0] is None:
-                found[q] = None
-            elif q in ids:
-                found[q] = ids[q]
-            else:
-                hit = matches.get(q) or self._rules(*q)  # type: ignore[arg-type]
-                if hit is None:
-                    todo.append(q)  # type: ignore[arg-type]
-                else:
-                    found[q] = new[q] = hit.item_id  # type: ignore[index]
-        if todo:
-            fuzzy = self._fuzzy_ids(todo)
-            found.update(fuzzy)
-            new.update(fuzzy)
-        self._remember(new, ids)
-        return [found[q] for q in queries]
 
     def _hit(self, entry: int, rule: str, score: float, detail: str) -> Match:
         ix = self.index
@@ -512,88 +352,4 @@ class Matcher:
                     else:
                         near = f"; best {ix.entry_text[e]!r} scored {s:.1f}" if s > 0 else ""
                         out[q] = _none(f"no rule matched; fuzzy below {self.threshold:g}{near}", s)
-        return out
-
-    def _year_candidates(self, year: int | None) -> _Candidates:
-        """The fuzzy rule's candidates for a query year (cached: they depend on the year only)."""
-        got = self._candidates.get(year)
-        if got is None:
-            ix = self.index
-            cand = ix.candidates(year, self.year_tolerance)
-            cand = cand[ix.entry_len[cand] >= self.min_fuzzy_len]
-            lengths = ix.entry_len[cand]
-            got = _Candidates(
-                cand,
-                self._keys[cand].tolist(),
-                int(lengths.min()) if cand.size else 0,
-                int(lengths.max()) if cand.size else 0,
-            )
-            if len(self._candidates) >= 4096:
-                self._candidates.clear()
-            self._candidates[year] = got
-        return got
-
-    def _fuzzy_ids(self, queries: list[tuple[str, int | None]]) -> dict[tuple[str, int | None], str | None]:
-        """Rule 3 (fuzzy) for ids only: the item :meth:`_fuzzy` would match, or None.
-
-        Same candidates, guards and tie-break as :meth:`_fuzzy`; what changes no id but saves time:
-
-        - ``process.cdist`` gets ``score_cutoff`` just below the threshold, so a score that could not be
-          accepted comes back as 0; only the non-zero scores are kept, and the guards (sequel, plural)
-          and the choice (highest score, then the candidate first in tie-break order, which is what
-          ``argmax`` took) run once on those pairs for all year groups together. Every pair at or above
-          the threshold keeps its exact score, so the best one, if it is accepted, is the same pair.
-        - For ``ratio`` and ``token_sort_ratio``, a query is not scored when its key length cannot reach
-          the threshold against the shortest and longest candidate keys: ratio(a, b) =
-          100 (1 - indel / (|a| + |b|)) with indel >= ||a| - |b||, so ratio <= 200 min(|a|, |b|) /
-          (|a| + |b|) (normalised keys have single spaces, so sorting their tokens keeps their length).
-          A long unparsable line (random tokens) is then never scored against the catalog.
-        """
-        ix = self.index
-        scorer = SCORERS[self.scorer]
-        cutoff = max(self.threshold - _CUTOFF_SLACK, 0.0)
-        keys = [normalize_title(t) for t, _ in queries]
-        by_year: dict[int | None, list[int]] = {}
-        for i, q in enumerate(queries):
-            by_year.setdefault(q[1], []).append(i)
-        hit_q, hit_pos, hit_score, hit_entry = [], [], [], []
-        for year, idx in by_year.items():
-            cands = self._year_candidates(year)
-            if cands.entries.size == 0:
-                continue
-            if self.scorer in _LENGTH_BOUNDED:
-                idx = [i for i in idx if _length_can_reach(len(keys[i]), cands, self.threshold)]
-                if not idx:
-                    continue
-            for lo in range(0, len(idx), _CHUNK):
-                part = idx[lo : lo + _CHUNK]
-                scores = process.cdist(
-                    [keys[i] for i in part],
-                    cands.keys,
-                    scorer=scorer,
-                    dtype=np.float64,
-                    workers=self.workers,
-                    score_cutoff=cutoff,
-                )
-                r, c = np.nonzero(scores)
-                hit_q.append(np.asarray(part, dtype=np.int64)[r])
-                hit_pos.append(c)
-                hit_score.append(scores[r, c])
-                hit_entry.append(cands.entries[c])
-        out: dict[tuple[str, int | None], str | None] = dict.fromkeys(queries)
-        if not hit_q:
-            return out
-        q, pos, score, entry = (np.concatenate(x) for x in (hit_q, hit_pos, hit_score, hit_entry))
-        with_hits = np.unique(q).tolist()
-        sig_q = np.full(len(queries), -2, dtype=np.int64)
-        plural_q = np.full(len(queries), -2, dtype=np.int64)
-        sig_q[with_hits] = [ix.sig_ids.get(number_signature(keys[i]), -1) for i in with_hits]
-        plural_q[with_hits] = [ix.plural_ids.get(plural_key(keys[i]), -1) for i in with_hits]
-        keep = (ix.entry_sig[entry] == sig_q[q]) & (ix.entry_plural[entry] != plural_q[q])  # the guards
-        q, pos, score, entry = q[keep], pos[keep], score[keep], entry[keep]
-        order = np.lexsort((pos, -score, q))  # per query: highest score, then first in tie-break order
-        first = order[np.r_[True, q[order][1:] != q[order][:-1]]] if order.size else order
-        for i, s, e in zip(q[first].tolist(), score[first].tolist(), entry[first].tolist()):
-            if s >= self.threshold and s > 0:
-                out[queries[i]] = ix.item_ids[int(ix.entry_item[e])]
         return out

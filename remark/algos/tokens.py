@@ -25,28 +25,26 @@ lines then hold no rank, they would cost nothing where Rank-GRPO made them slots
 groups (Rank-GRPO's reward on one responder) a tiny policy drifted into lists of blank lines that run
 into the cap (ProtoQA experiment, run 2: one seed of three), hence the filler penalty.
 
-Character offsets match the text TRL scores, ``tokenizer.batch_decode(ids, skip_special_tokens=True)``.
-Each token's piece is decoded once per tokenizer and cached (the first token of a row alone, later
-tokens after a fixed anchor token, so SentencePiece's leading-space rule is respected); a row whose
-concatenated pieces differ from its full decode (a multi-byte character split across byte tokens,
-clean-up of spaces) is repaired locally: at each mismatch the shortest run of tokens that decodes to
-the text there is found and its characters go to the token that completes them; if none does, the row
-falls back to incremental prefix decoding, each token ending at the longest common prefix of its
-prefix's decode and the full text.
+Per-token character offsets (``TokenOffsetMapper``, ``TokenOffsets``) live in ``remark.algos.offsets``
+(re-exported here).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from remark.algos.offsets import (  # noqa: F401  (re-exported: the public names and what tests import)
+    TokenOffsetMapper,
+    TokenOffsets,
+    _byte_level_unplain_ids,
+    _common_prefix_len,
+    _rows,
+    _rust_decoder,
+)
 from remark.algos.registry import register
 
 FILLER = -2  # rank_RT code of a whitespace-only token outside every segment (``token_rank_index``)
@@ -74,298 +72,6 @@ class LineSpan(Protocol):
     rank: int
     start: int
     end: int
-
-
-@dataclass(frozen=True)
-class TokenOffsets:
-    """Per-token character spans: token t of row r covers ``texts[r][start_RT[r, t]:end_RT[r, t]]``.
-
-    Padding positions (past a row's length) have ``start == end == len(texts[r])``. ``n_fallback`` counts
-    rows that needed incremental decoding.
-    """
-
-    texts: list[str]
-    start_RT: np.ndarray
-    end_RT: np.ndarray
-    n_fallback: int
-
-
-def _rows(completion_ids: Any, completion_mask: Any | None) -> tuple[list[list[int]], int]:
-    """Unpadded rows of ids and the padded width T."""
-    if isinstance(completion_ids, torch.Tensor):
-        if completion_ids.ndim != 2:
-            raise ValueError(f"completion_ids must be (R, T), got shape {tuple(completion_ids.shape)}")
-        ids = completion_ids.tolist()
-        width = completion_ids.shape[1]
-        if completion_mask is not None:
-            if tuple(completion_mask.shape) != tuple(completion_ids.shape):
-                raise ValueError(
-                    f"completion_mask shape {tuple(completion_mask.shape)} != completion_ids shape {tuple(completion_ids.shape)}"
-                )
-            lengths = completion_mask.to(torch.int64).sum(1).tolist()
-            ids = [row[:n] for row, n in zip(ids, lengths)]
-        return ids, width
-    if completion_mask is not None:
-        raise ValueError(
-            "completion_mask goes with a padded (R, T) tensor; lists of ids are already unpadded"
-        )
-    ids = [list(map(int, row)) for row in completion_ids]
-    return ids, max((len(r) for r in ids), default=0)
-
-
-def _rust_decoder(tokenizer: Any) -> Any | None:
-    """The Rust ``tokenizers.Tokenizer`` when decoding through it gives ``batch_decode``'s text, else None.
-
-    True for transformers' own ``TokenizersBackend`` (``PreTrainedTokenizerFast``) whose ``decode``,
-    ``batch_decode`` and ``_decode`` are not overridden and whose ``clean_up_tokenization_spaces`` step
-    does nothing (off, or skipped for a BPE model as transformers 5 does): ``_decode`` is then exactly
-    ``self._tokenizer.decode(ids, skip_special_tokens=...)``.
-    """
-    try:
-        from transformers.tokenization_utils_base import PreTrainedTokenizerBase
-        from transformers.tokenization_utils_tokenizers import TokenizersBackend
-    except ImportError:  # another transformers layout: keep the public path
-        return None
-    cls = type(tokenizer)
-    if not isinstance(tokenizer, TokenizersBackend) or (
-        getattr(cls, "_decode", None) is not TokenizersBackend._decode
-        or getattr(cls, "decode", None) is not PreTrainedTokenizerBase.decode
-        or getattr(cls, "batch_decode", None) is not PreTrainedTokenizerBase.batch_decode
-    ):
-        return None
-    backend = getattr(tokenizer, "_tokenizer", None)
-    if backend is None or not hasattr(backend, "decode_batch"):
-        return None
-    if getattr(tokenizer, "clean_up_tokenization_spaces", False):
-        bpe = type(backend.model).__name__ == "BPE"
-        if not bpe or getattr(
-            tokenizer, "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output", False
-        ):
-            return None
-    return backend
-
-
-def _byte_level_unplain_ids(backend: Any | None) -> frozenset[int] | None:
-    """Ids of added tokens that are not special (decoded with their raw content), when the decoder is
-    exactly ``ByteLevel``; None otherwise (no concatenation shortcut)."""
-    if backend is None:
-        return None
-    spec = json.loads(backend.to_str())
-    if (spec.get("decoder") or {}).get("type") != "ByteLevel":
-        return None
-    return frozenset(int(t["id"]) for t in spec.get("added_tokens") or [] if not t.get("special"))
-
-
-class TokenOffsetMapper:
-    """Per-token character offsets for one HF tokenizer; caches each token id's decoded piece.
-
-    >>> mapper = TokenOffsetMapper(tokenizer)          # doctest: +SKIP
-    >>> offsets = mapper(completion_ids, completion_mask)  # doctest: +SKIP
-
-    Speed (issue 13; the same texts and offsets as the pre-change loop kept in
-    ``remark.scoring_reference.ReferenceOffsetMapper``): decoding goes straight to the Rust tokenizer
-    when the tokenizer's ``batch_decode`` is transformers' own and its space clean-up is a no-op
-    (``_rust_decoder``), which skips transformers' per-token ``to_py_obj`` checks; piece lengths,
-    cumulative ends and padding are numpy over the whole batch. With a byte-level decoder (GPT-2, Qwen,
-    Llama 3: each token becomes its bytes and the concatenation is UTF-8-decoded, invalid sequences
-    replaced), a row whose tokens each decode to valid UTF-8 on their own (no U+FFFD in any piece) and
-    are ordinary vocabulary or skipped special tokens decodes to the concatenation of its pieces, so that
-    concatenation is its text and it is not decoded again; every other row is decoded and compared.
-    """
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self._backend = _rust_decoder(tokenizer)
-        self._unplain = _byte_level_unplain_ids(self._backend)  # None: no concatenation shortcut
-        self._alone: dict[int, str] = {}
-        self._after: dict[int, str | None] = {}
-        self._cap = 0  # ids the tables below hold
-        self._table: list[str] = []  # id -> piece after the anchor, cap + id -> piece alone ("" if none)
-        self._after_len = self._alone_len = np.zeros(0, dtype=np.int64)  # -1: unknown or None
-        self._after_ok = self._alone_ok = np.zeros(0, dtype=bool)  # piece is its share of any decode
-        self._grow(max(len(tokenizer) if hasattr(tokenizer, "__len__") else 0, 1) - 1)
-        self._anchor, self._anchor_text = self._pick_anchor()
-
-    def _decode(self, seqs: list[list[int]]) -> list[str]:
-        if self._backend is not None:
-            return self._backend.decode_batch(seqs, skip_special_tokens=True)
-        return self.tokenizer.batch_decode(seqs, skip_special_tokens=True)
-
-    def _pick_anchor(self) -> tuple[int, str]:
-        for text in ("a", "A", "x", "0", "The"):
-            ids = self.tokenizer.encode(text, add_special_tokens=False)
-            if len(ids) == 1:
-                decoded = self._decode([ids])[0]
-                if decoded:
-                    return ids[0], decoded
-        raise ValueError(
-            "could not find a single-token anchor ('a', 'A', 'x', '0', 'The') in this tokenizer's vocabulary"
-        )
-
-    def _grow(self, top: int) -> None:
-        """Make the per-id tables hold id ``top`` (a model may emit ids past ``len(tokenizer)``)."""
-        n = self._cap
-        if top < n:
-            return
-        extra = max(top + 1, 2 * n) - n
-        self._cap = n + extra
-        self._table = self._table[:n] + [""] * extra + self._table[n:] + [""] * extra
-        self._after_len = np.concatenate([self._after_len, np.full(extra, -1, dtype=np.int64)])
-        self._alone_len = np.concatenate([self._alone_len, np.full(extra, -1, dtype=np.int64)])
-        self._after_ok = np.concatenate([self._after_ok, np.zeros(extra, dtype=bool)])
-        self._alone_ok = np.concatenate([self._alone_ok, np.zeros(extra, dtype=bool)])
-
-    def _exact_piece(self, i: int, piece: str) -> bool:
-        return self._unplain is not None and i not in self._unplain and "\ufffd" not in piece
-
-    def _unseen(self, ids: np.ndarray, known: dict) -> list[int]:
-        """Distinct ids of ``ids`` that are not keys of ``known``, ascending."""
-        table = self._after_len if known is self._after else self._alone_len
-        fresh = ids[table[ids] < 0]  # unknown, or known with no piece (rare): check the dict
-        return [i for i in np.unique(fresh).tolist() if i not in known]
-
-    def _fill(self, later: np.ndarray, first: np.ndarray) -> None:
-        """Decode the pieces of ids not seen before (``later``: after the anchor; ``first``: alone)."""
-        new_after = self._unseen(later, self._after)
-        if new_after:
-            decoded = self._decode([[self._anchor, i] for i in new_after])
-            n = len(self._anchor_text)
-            for i, s in zip(new_after, decoded):
-                piece = s[n:] if s.startswith(self._anchor_text) else None
-                self._after[i] = piece
-                self._table[i] = piece or ""
-                if piece is not None:
-                    self._after_len[i] = len(piece)
-                    self._after_ok[i] = self._exact_piece(i, piece)
-        new_alone = self._unseen(first, self._alone)
-        if new_alone:
-            for i, s in zip(new_alone, self._decode([[i] for i in new_alone])):
-                self._alone[i] = self._table[self._cap + i] = s
-                self._alone_len[i] = len(s)
-                self._alone_ok[i] = self._exact_piece(i, s)
-
-    def __call__(self, completion_ids: Any, completion_mask: Any | None = None) -> TokenOffsets:
-        """Offsets for (R, T) ids (tensor with optional mask, or R unpadded lists, as TRL decodes them)."""
-        if isinstance(completion_ids, torch.Tensor):
-            given, width = _rows(completion_ids, completion_mask)
-        else:
-            if completion_mask is not None:
-                _rows(completion_ids, completion_mask)  # raises: a mask goes with a padded tensor
-            given = [row.tolist() if hasattr(row, "tolist") else row for row in completion_ids]
-            width = max(map(len, given), default=0)
-        n_rows = len(given)
-        lengths = np.fromiter(map(len, given), dtype=np.int64, count=n_rows)
-        flat = np.fromiter(itertools.chain.from_iterable(given), dtype=np.int64, count=int(lengths.sum()))
-        if flat.size and int(flat.min()) < 0:
-            raise ValueError("token ids must be >= 0")
-        row_start = np.cumsum(lengths) - lengths
-        nonempty = lengths > 0
-        first = np.zeros(flat.size, dtype=bool)
-        first[row_start[nonempty]] = True
-        self._grow(int(flat.max(initial=0)))
-        self._fill(flat[~first], flat[first])
-
-        # piece lengths (-1 = no piece) -> each token's end within its row, if the pieces are the text
-        piece_len = np.where(first, self._alone_len[flat], self._after_len[flat])
-        csum = np.concatenate([[0], np.cumsum(np.maximum(piece_len, 0))])
-        row_of = np.repeat(np.arange(n_rows), lengths)
-        ends_flat = csum[1:] - csum[row_start[row_of]]
-        has_piece = (np.bincount(row_of, weights=piece_len < 0, minlength=n_rows) == 0) & nonempty
-        exact = np.where(first, self._alone_ok[flat], self._after_ok[flat])
-        exact_R = (np.bincount(row_of, weights=~exact, minlength=n_rows) == 0) & has_piece
-
-        # every row's pieces in one join (the first token's piece alone), then one slice per row
-        keys = (flat + first * self._cap).tolist()
-        pieces = (
-            operator.itemgetter(*keys)(self._table) if len(keys) > 1 else tuple(self._table[k] for k in keys)
-        )
-        big = "".join(pieces)
-        text_bounds = np.stack([csum[row_start], csum[row_start + lengths]], 1).tolist()
-        joined = [big[a:b] if ok else None for (a, b), ok in zip(text_bounds, has_piece.tolist())]
-        texts = [j if ok else "" for j, ok in zip(joined, exact_R.tolist())]  # type: ignore[misc]
-        decode_rows = np.flatnonzero(~exact_R & nonempty).tolist()
-        rows = {r: flat[row_start[r] : row_start[r] + lengths[r]].tolist() for r in decode_rows}
-        if decode_rows:
-            for r, text in zip(decode_rows, self._decode([rows[r] for r in decode_rows])):
-                texts[r] = text
-
-        text_len = np.fromiter(map(len, texts), dtype=np.int64, count=n_rows)
-        inside = np.arange(width) < lengths[:, None]
-        end = np.repeat(text_len[:, None], width, axis=1)
-        end[inside] = ends_flat
-        n_fallback = 0
-        for r in decode_rows:
-            if joined[r] is not None and joined[r] == texts[r]:
-                continue
-            n_fallback += 1
-            row = rows[r]
-            row_pieces = [self._alone[row[0]], *(self._after[i] for i in row[1:])]
-            end[r, : len(row)] = self._fallback_ends(row, texts[r], row_pieces)
-        start = np.repeat(text_len[:, None], width, axis=1)
-        start[inside] = 0
-        start[:, 1:][inside[:, 1:]] = end[:, :-1][inside[:, 1:]]
-        return TokenOffsets(texts=texts, start_RT=start, end_RT=end, n_fallback=n_fallback)
-
-    def _fallback_ends(self, row: list[int], text: str, pieces: list[str | None]) -> np.ndarray:
-        """Token end offsets for a row whose pieces do not concatenate to its text.
-
-        Walk the pieces; at a mismatch, decode the smallest run of tokens ``i..j`` (j - i < 8, after the
-        anchor) that matches the text there and give its characters to token j, the one completing
-        them (a character split over byte tokens). If no run matches, decode every prefix from there
-        on and end each token at the longest common prefix of its prefix's decode and the text.
-        """
-        n = len(row)
-        ends = np.zeros(n, dtype=np.int64)
-        pos = 0
-        i = 0
-        while i < n:
-            piece = pieces[i]
-            if piece is not None and text.startswith(piece, pos):
-                pos += len(piece)
-                ends[i] = pos
-                i += 1
-                continue
-            unit_end = self._matching_run(row, i, text, pos)
-            if unit_end is None:
-                prefixes = self._decode([row[: t + 1] for t in range(i, n)])
-                for t, dec in zip(range(i, n), prefixes):
-                    ends[t] = _common_prefix_len(dec, text)
-                break
-            j, pos = unit_end
-            ends[i:j] = ends[i - 1] if i else 0
-            ends[j] = pos
-            i = j + 1
-        ends = np.maximum.accumulate(ends)
-        ends[-1] = len(text)
-        return ends
-
-    def _matching_run(self, row: list[int], i: int, text: str, pos: int) -> tuple[int, int] | None:
-        """(j, new position) for the shortest run ``row[i..j]`` whose decode matches ``text`` at ``pos``."""
-        for j in range(i + 1, min(i + 8, len(row))):
-            if i == 0:  # the row's first token decodes alone (SentencePiece drops its leading space)
-                unit = self._decode([row[: j + 1]])[0]
-            else:
-                unit = self._decode([[self._anchor, *row[i : j + 1]]])[0]
-                if not unit.startswith(self._anchor_text):
-                    continue
-                unit = unit[len(self._anchor_text) :]
-            if unit and "\ufffd" not in unit and text.startswith(unit, pos):
-                return j, pos + len(unit)
-        return None
-
-
-def _common_prefix_len(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 @register("segmentation", "lines", reward_slots="lines")
