@@ -76,11 +76,22 @@ def run(args: argparse.Namespace) -> int:
 
     from catalog.errors import InputError
     from remark.config import compose_config
+    from remark.config.files import read_config_values
     from remark.train import run_training
 
     if args.config is None and args.recipe is None:
         raise InputError("give --config FILE, --recipe NAME, or both", field="--config")
-    composed = compose_config(args.recipe, args.config, parse_overrides(args.set), check_paths=True)
+    overrides = parse_overrides(args.set)
+    composed = compose_config(args.recipe, args.config, overrides, check_paths=True)
+    if "output_dir" not in overrides and (
+        args.config is None or "output_dir" not in read_config_values(args.config)
+    ):  # an empty one is refused by load_config; an absent one would be transformers' "trainer_output"
+        raise InputError(
+            "output_dir is not set: the run would write into transformers' default folder trainer_output/",
+            path=args.config,
+            field="output_dir",
+            hint="add output_dir: runs/NAME to the config, or pass --set output_dir=runs/NAME",
+        )
     for line in composed.report():
         print(line, file=sys.stderr)
     cfg = composed.config

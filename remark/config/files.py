@@ -111,6 +111,14 @@ def load_config(
         return None, None
 
     user_keys = [k for k in values if k in overrides or k in file_values]
+    out = values.get("output_dir", "unset")
+    if out is None or (isinstance(out, str) and not out.strip()):  # TRL would take "trainer_output" or cwd
+        empty = InputError(
+            f"output_dir is empty ({out!r}): the run would write into transformers' default folder",
+            field="output_dir",
+            hint="set output_dir to the run's own folder, e.g. output_dir: runs/NAME",
+        )
+        raise _located(empty, origin, user_keys, path)
     try:
         cfg = RemarkGRPOConfig(**values)
         if check_paths:
