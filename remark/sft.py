@@ -31,6 +31,8 @@ from remark.data import prompt_messages
 
 Targets = Literal["union", "responder", "noisy"]
 TARGETS: tuple[str, ...] = ("union", "responder", "noisy")
+#: the ``catalog.io.atomic_dir`` kind of a ``remark sft --out`` folder.
+SFT_KIND = "sft"
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ def run_sft(
     print_logs: bool = True,
     peft_config: Any = None,
     adapter: Any = None,
+    final_dir: str | Path | None = None,
 ) -> Path:
     """Fine-tune ``model`` on :func:`sft_examples` with TRL's ``SFTTrainer``; save model + tokenizer to ``out_dir``.
 
@@ -119,7 +122,9 @@ def run_sft(
     LoRA: ``peft_config`` (a ``peft.LoraConfig``, ``remark.config.lora.peft_config``) trains an adapter and
     saves only it. ``model`` may be an adapter folder (``eval.adapters``; ``adapter`` an
     ``eval.generate.AdapterLoad``: its base, and whether to merge it first); unmerged, that adapter is
-    trained further.
+    trained further. ``final_dir``: where ``out_dir`` is moved once complete (``remark sft`` writes into a
+    temporary ``catalog.io.atomic_dir`` folder); a merged base (``out_dir/merged_base``) is then recorded
+    in the new adapter's ``adapter_config.json`` at its final path.
     """
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -177,4 +182,20 @@ def run_sft(
     trainer.train()
     trainer.save_model(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))
+    if final_dir is not None:
+        _record_final_base(Path(out_dir), Path(final_dir))
     return Path(out_dir)
+
+
+def _record_final_base(out_dir: Path, final_dir: Path) -> None:
+    """Point ``adapter_config.json``'s base at ``final_dir/merged_base`` when it names ``out_dir/merged_base``."""
+    import json
+
+    config = out_dir / "adapter_config.json"
+    if not config.is_file():
+        return
+    data = json.loads(config.read_text())
+    recorded = data.get("base_model_name_or_path")
+    if recorded and Path(recorded).resolve() == (out_dir / "merged_base").resolve():
+        data["base_model_name_or_path"] = str(final_dir / "merged_base")
+        config.write_text(json.dumps(data, indent=2) + "\n")

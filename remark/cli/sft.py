@@ -28,7 +28,18 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--model", required=True, help="base model dir (or hub id when online), or a LoRA adapter folder"
     )
-    p.add_argument("--out", type=Path, required=True, help="where the warmed model is saved")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="where the warmed model is saved: new, empty, or an earlier `remark sft` output (replaced "
+        "atomically once training is done)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out even if it is a folder remark sft did not write (never an input)",
+    )
     p.add_argument("--targets", choices=TARGETS, default="union", help="how target lists are built")
     p.add_argument("--k", type=positive_int, default=20, help="items per target list (default 20)")
     p.add_argument(
@@ -38,7 +49,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--split", default="train")
     p.add_argument("--lr", type=positive_float, default=5e-5, help="learning rate (Rank-GRPO: 5e-5, cosine)")
     p.add_argument("--epochs", type=positive_float, default=1.0)
-    p.add_argument("--max-steps", type=int, default=-1)
+    p.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=None,
+        help="stop after this many optimizer steps (1 or more; default: train --epochs)",
+    )
     p.add_argument("--batch-size", type=positive_int, default=8)
     p.add_argument("--cpu", action="store_true", help="train on CPU (fp32)")
     p.add_argument("--bf16", action="store_true", help="bf16 mixed precision (GPU)")
@@ -80,34 +96,42 @@ def lora_settings(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from catalog.io import atomic_dir, check_output_dir
     from data_prep.dataset import load_dataset
     from eval.generate import AdapterLoad
     from remark.config import check_model_path
     from remark.config.lora import peft_config
-    from remark.sft import SFTSettings, run_sft
+    from remark.sft import SFT_KIND, SFTSettings, run_sft
 
+    # --out never replaces an input, nor (without --force) a folder remark sft did not write
+    inputs = [args.data, args.model if Path(args.model).exists() else None, args.base_model]
+    check_output_dir(args.out, SFT_KIND, inputs=inputs, force=args.force)  # before anything loads
     check_model_path(args.model, "--model")
-    lora = lora_settings(args)  # before anything loads
+    lora = lora_settings(args)
     ds = load_dataset(args.data)
     settings = SFTSettings(
         targets=args.targets, k=args.k, hit_prob=args.hit_prob, copies=args.copies, seed=args.seed
     )
-    out = run_sft(
-        ds,
-        args.model,
-        args.out,
-        settings,
-        {
-            "learning_rate": args.lr,
-            "num_train_epochs": args.epochs,
-            "max_steps": args.max_steps,
-            "per_device_train_batch_size": args.batch_size,
-            "use_cpu": args.cpu,
-            "bf16": args.bf16,
-        },
-        split=args.split,
-        peft_config=peft_config(lora),
-        adapter=AdapterLoad(base=args.base_model, merge=args.merge_adapter),
-    )
-    print(f"SFT model saved to {out}")
+    sft_args = {
+        "learning_rate": args.lr,
+        "num_train_epochs": args.epochs,
+        "per_device_train_batch_size": args.batch_size,
+        "use_cpu": args.cpu,
+        "bf16": args.bf16,
+    }
+    if args.max_steps is not None:
+        sft_args["max_steps"] = args.max_steps
+    with atomic_dir(args.out, SFT_KIND, inputs=inputs, force=args.force) as tmp:
+        run_sft(
+            ds,
+            args.model,
+            tmp,
+            settings,
+            sft_args,
+            split=args.split,
+            peft_config=peft_config(lora),
+            adapter=AdapterLoad(base=args.base_model, merge=args.merge_adapter),
+            final_dir=args.out,
+        )
+    print(f"SFT model saved to {args.out}")
     return 0
