@@ -115,6 +115,9 @@ class ValidationCallback(TrainerCallback):
         )
         self.completions_per_step = completions_per_step
         self.best: dict[str, Any] | None = None
+        #: writes ``best/``'s model card into its temporary folder: (folder, best, planned steps);
+        #: ``run_training`` sets it (``remark.cards.write_folder_card``)
+        self.card_writer: Any = None
         self._t0 = time.monotonic()
         self._wall_before = 0.0
         self._done: set[int] = set()
@@ -270,6 +273,8 @@ class ValidationCallback(TrainerCallback):
                 model.save_pretrained(tmp)
                 tokenizer.save_pretrained(tmp)
                 (tmp / "best.json").write_text(json.dumps(self.best, indent=2) + "\n")
+                if self.card_writer is not None:  # inside the swap: best/ never exists without its card
+                    self.card_writer(tmp, self.best, int(state.max_steps))
         logs = {**values, **self.tracked(out, tables, values)}
         if state.log_history is not None:
             state.log_history.append({"step": step, **logs})

@@ -8,8 +8,10 @@ requests (``eval.bootstrap.intervals`` on ``eval/step_XXXXXX.parquet``, the valu
 the test metrics with CIs once known, and the exact command.
 
 What a card is built from is kept beside it as ``card.json``, so ``remark card DIR --test EVAL_DIR``
-re-renders it with the test metrics of a ``remark eval run`` output (its ``metrics.json``). A run that
-dies before its end leaves ``best/`` without a card (cards are written when the run finishes).
+re-renders it with the test metrics of a ``remark eval run`` output (its ``metrics.json``). Each card is
+written into the temporary folder that becomes ``best/`` or ``final/`` (``catalog.io.atomic_dir``), so
+neither folder ever exists without its card; ``best/``'s says "step S of N" with N the planned
+``max_steps``, corrected at the run's end when it stopped elsewhere (:func:`set_card_total`).
 
 Pushing to the Hub is TRL's (``push_to_hub: true``, ``hub_model_id``, ``hub_private_repo``,
 ``hub_strategy``): the Trainer uploads ``output_dir`` itself; these cards are the README it finds.
@@ -257,32 +259,48 @@ def step_validation(out: Path, step: int, n_resamples: int = 9999) -> dict[str, 
     return rows
 
 
-def write_run_cards(
-    out: str | Path, cfg: Any, summary: dict[str, Any], *, command: str | None, n_resamples: int = 9999
-) -> list[Path]:
-    """Cards for ``out/final`` and ``out/best`` (when present) at the end of ``run_training``."""
+def write_folder_card(
+    folder: str | Path,
+    out: str | Path,
+    cfg: Any,
+    *,
+    kind: str,
+    step: int | None,
+    total_steps: int,
+    best: dict[str, Any] | None,
+    command: str | None,
+    n_resamples: int = 9999,
+) -> Path:
+    """The card of a run's ``best/`` or ``final/`` (``kind``), written into ``folder``: the model folder, or
+    the temporary one that becomes it; validation intervals are read from the run's ``out`` (its eval tables)."""
     from eval.adapters import adapter_base, is_adapter_dir
 
-    out = Path(out)
-    written = []
-    best = summary.get("best")
-    for kind in ("final", "best"):
-        folder = out / kind
-        if not folder.is_dir():
-            continue
-        adapter = is_adapter_dir(folder)
-        base = adapter_base(folder) if adapter else str(cfg.model_name_or_path)
-        step = summary["global_step"] if kind == "final" else (best or {}).get("step")
-        context = card_context(cfg, base_model=base, command=command, adapter=adapter)
-        metrics = step_validation(out, step, n_resamples) if step is not None else {}
-        if metrics:
-            context["validation"] = {
-                "step": step,
-                "best_step": None if best is None else f"step {best['step']} ({best['value']:.4f})",
-                "best_metric": None if best is None else best["metric"],
-                "metrics": metrics,
-            }
-        written.append(
-            write_model_card(folder, context, kind=kind, step=step, total_steps=summary["global_step"])
-        )
-    return written
+    folder = Path(folder)
+    adapter = is_adapter_dir(folder)
+    base = adapter_base(folder) if adapter else str(cfg.model_name_or_path)
+    context = card_context(cfg, base_model=base, command=command, adapter=adapter)
+    metrics = step_validation(Path(out), step, n_resamples) if step is not None else {}
+    if metrics:
+        context["validation"] = {
+            "step": step,
+            "best_step": None if best is None else f"step {best['step']} ({best['value']:.4f})",
+            "best_metric": None if best is None else best["metric"],
+            "metrics": metrics,
+        }
+    return write_model_card(folder, context, kind=kind, step=step, total_steps=total_steps)
+
+
+def set_card_total(folder: str | Path, total_steps: int) -> bool:
+    """Re-render ``folder``'s card (from its ``card.json``) with ``total_steps`` when it says another total;
+    True when it did (``README.md`` and ``card.json`` are each replaced atomically)."""
+    folder = Path(folder)
+    path = folder / CARD_JSON
+    if not path.is_file():
+        return False
+    doc = json.loads(path.read_text())
+    if doc.get("total_steps") == total_steps:
+        return False
+    kind, step = doc.pop("kind"), doc.pop("step")
+    doc.pop("total_steps", None)
+    write_model_card(folder, doc, kind=kind, step=step, total_steps=total_steps)
+    return True

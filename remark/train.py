@@ -5,7 +5,9 @@ in ``remark.algos``; data in ``data_prep``; metrics in ``eval``. Outputs in ``ou
 
 - ``checkpoint-N/`` (TRL/transformers layout, optimizer and RNG state as safetensors + JSON),
 - ``eval_log.jsonl`` and ``eval/step_XXXXXX.parquet`` (validation), ``best/`` (the best validation step),
-- ``final/`` (the last weights), ``remark_config.json``, ``train_summary.json``,
+- ``final/`` (the last weights), ``remark_config.json``, ``train_summary.json``, the model cards
+  (``README.md`` + ``card.json``) inside ``best/`` and ``final/``, ``runs/`` (``report_to: tensorboard``),
+  ``merged_base/`` (an adapter given with ``merge_adapter``),
 - ``stopped.json`` when the divergence guard stopped the run.
 
 Grounding: the reward and the validation ground with the dataset's settings (``meta.json["grounding"]``,
@@ -16,8 +18,9 @@ what the dataset says and what was overridden.
 
 A new run refuses an ``output_dir`` that holds a previous run (its logs, eval tables, ``best/``,
 ``final/``, checkpoints or summary), which it would otherwise mix with its own; ``overwrite=True``
-(``remark train --overwrite``) removes exactly those (:data:`RUN_OUTPUTS` and ``checkpoint-N/``) and
-nothing else (``assets/`` is kept: it is reused when its settings match). ``resume=True`` takes the
+(``remark train --overwrite``) removes exactly those (:data:`RUN_OUTPUTS` and ``checkpoint-N/``; of
+TensorBoard's ``runs/`` only its event-file folders, ``merged_base/`` only when its marker says remark
+merged it) and nothing else (``assets/`` is kept: it is reused when its settings match). ``resume=True`` takes the
 newest *complete* checkpoint (``remark.checkpoint``), printing the incomplete ones it skipped; an
 explicit checkpoint that is incomplete, or no checkpoint at all, is an ``InputError``. ``best/`` and
 ``final/`` are written whole and swapped in (``catalog.io.atomic_dir``).
@@ -30,6 +33,7 @@ nothing but this package.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -38,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
-from catalog.io import atomic_dir, atomic_write
+from catalog.io import atomic_dir, atomic_write, output_kind
+from remark.cards import set_card_total, write_folder_card
 from remark.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
 from remark.config import RemarkGRPOConfig
 
@@ -52,7 +57,13 @@ RUN_OUTPUTS = (
     "train_summary.json",
     "stopped.json",
     "remark_config.json",
+    "runs",
+    "merged_base",
 )
+#: outputs a run writes before its first step: alone they are no previous run (``--overwrite`` still clears them).
+SETUP_OUTPUTS = ("remark_config.json", "runs", "merged_base")
+#: the ``catalog.io.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
+MERGED_KIND = "merged-model"
 #: the ``catalog.io.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.callbacks).
 FINAL_KIND = "train-final"
 
@@ -139,23 +150,62 @@ def _valid_group_sizes(cfg: RemarkGRPOConfig, limit: int = 64) -> list[int]:
     return [g for g in range(2, limit + 1) if (requests * g) % per_step == 0]
 
 
+def tensorboard_logs(runs: Path) -> list[Path]:
+    """The entries of ``runs/`` that are TensorBoard logs (transformers' ``runs/<time>_<host>/`` folders, or
+    event files): every file in them is an ``events.out.tfevents.*`` file. Anything else there is not ours."""
+    if not runs.is_dir() or runs.is_symlink():
+        return []
+    found = []
+    for entry in sorted(runs.iterdir()):
+        if entry.is_symlink():
+            continue
+        files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if not p.is_dir()]
+        if files and all(p.name.startswith("events.out.tfevents.") and not p.is_symlink() for p in files):
+            found.append(entry)
+    return found
+
+
 def previous_run(output_dir: str | Path) -> list[Path]:
-    """What an earlier run left in ``output_dir``: its :data:`RUN_OUTPUTS` and checkpoints."""
+    """What an earlier run left in ``output_dir``: its :data:`RUN_OUTPUTS` and checkpoints (``runs/`` when
+    it holds TensorBoard logs, ``merged_base/`` when it is a merged model remark wrote)."""
     root = Path(output_dir)
-    found = [root / name for name in RUN_OUTPUTS if (root / name).exists()]
+    found = []
+    for name in RUN_OUTPUTS:
+        path = root / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        if name == "runs" and not tensorboard_logs(path):
+            continue
+        if name == "merged_base" and output_kind(path) != MERGED_KIND:
+            continue
+        found.append(path)
     return found + find_checkpoints(root)
+
+
+def _remove_run_output(path: Path) -> None:
+    """Remove one of :func:`previous_run`'s paths; of ``runs/`` only the TensorBoard logs (then the folder,
+    when that leaves it empty)."""
+    if path.name == "runs" and path.is_dir() and not path.is_symlink():
+        for entry in tensorboard_logs(path):
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        if not any(path.iterdir()):
+            path.rmdir()
+    elif path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool) -> list[Path]:
     """Refuse (``InputError``) or clear a used ``output_dir`` before anything loads; returns what was removed.
 
-    The config alone (``remark_config.json``) is not a run: a run that crashed before its first step
-    may be started again.
+    What a run writes before its first step (:data:`SETUP_OUTPUTS`: the config, TensorBoard's ``runs/``,
+    a ``merged_base/``) is not a run: a run that crashed before its first step may be started again.
     """
     if resume and overwrite:
         raise InputError("--resume and --overwrite contradict each other", field="--overwrite")
     found = previous_run(output_dir)
-    if resume or not [p for p in found if p.name != "remark_config.json"]:
+    if resume or not [p for p in found if p.name not in SETUP_OUTPUTS]:
         return []
     names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:8])
     if not overwrite:
@@ -168,10 +218,7 @@ def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool)
         )
     if int(os.environ.get("RANK", "0")) == 0:  # one process clears; torchrun's others find it done or empty
         for path in found:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
+            _remove_run_output(path)
     return found
 
 
@@ -371,16 +418,24 @@ def run_training(
         callbacks=callbacks + extra,
         peft_config=peft_config,
     )
+    out = Path(cfg.output_dir)
+    command = command or "run_training (Python API)"
     for callback in trainer.callback_handler.callbacks:  # validation values go to report_to's loggers too
         if isinstance(callback, ValidationCallback):
             callback.attach(trainer)
-    out = Path(cfg.output_dir)
+            callback.card_writer = functools.partial(_best_card, out=out, cfg=cfg, command=command)
     out.mkdir(parents=True, exist_ok=True)
     if trainer.accelerator.is_main_process:
         with atomic_write(out / "remark_config.json") as tmp:
             tmp.write_text(cfg.to_json_string())
     trainer.train(resume_from_checkpoint=None if ckpt is None else str(ckpt))
-    _save_final(trainer, tokenizer, out / "final")
+    best = out / "best" / "best.json"
+    best_record = json.loads(best.read_text()) if best.is_file() else None
+    step = trainer.state.global_step
+    card = functools.partial(
+        write_folder_card, out=out, cfg=cfg, kind="final", step=step, total_steps=step, best=best_record
+    )
+    _save_final(trainer, tokenizer, out / "final", card=functools.partial(card, command=command))
     summary = {
         "output_dir": str(out),
         "global_step": trainer.state.global_step,
@@ -392,22 +447,29 @@ def run_training(
             (h["train_runtime"] for h in trainer.state.log_history if "train_runtime" in h), None
         ),
     }
-    best = out / "best" / "best.json"
-    if best.is_file():
-        summary["best"] = {"path": str(out / "best"), **json.loads(best.read_text())}
+    if best_record is not None:
+        summary["best"] = {"path": str(out / "best"), **best_record}
     if (out / "stopped.json").is_file():
         summary["stopped"] = json.loads((out / "stopped.json").read_text())
     if trainer.accelerator.is_main_process:
         with atomic_write(out / "train_summary.json") as tmp:
             tmp.write_text(json.dumps(summary, indent=2) + "\n")
-        from remark.cards import write_run_cards
-
-        write_run_cards(out, cfg, summary, command=command or "run_training (Python API)")
+        set_card_total(out / "best", step)  # best/'s card said the planned max_steps
     return summary
 
 
-def _save_final(trainer: Any, tokenizer: Any, dest: Path) -> None:
-    """Model and tokenizer into one temporary folder (the same on every process), swapped in as ``dest``."""
+def _best_card(
+    folder: Path, best: dict[str, Any], planned: int, *, out: Path, cfg: Any, command: str
+) -> None:
+    """``best/``'s card, written by the validation into the temporary folder that becomes ``best/``."""
+    write_folder_card(
+        folder, out, cfg, kind="best", step=best["step"], total_steps=planned, best=best, command=command
+    )
+
+
+def _save_final(trainer: Any, tokenizer: Any, dest: Path, *, card: Any = None) -> None:
+    """Model, tokenizer and model card (``card(folder)``, main process) into one temporary folder (the same
+    on every process), swapped in as ``dest``."""
     acc = trainer.accelerator
     writing = atomic_dir(dest, FINAL_KIND, force=True) if acc.is_main_process else contextlib.nullcontext()
     with writing as tmp:
@@ -419,4 +481,6 @@ def _save_final(trainer: Any, tokenizer: Any, dest: Path) -> None:
         trainer.save_model(target[0])
         if acc.is_main_process:
             tokenizer.save_pretrained(target[0])
+            if card is not None:
+                card(Path(target[0]))
         acc.wait_for_everyone()

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from remark.diagnose import diagnose, popularity_lists, popularity_prior
 
     if args.pass_rates_out is not None:  # refuse before the work: never write into the dataset read
-        check_inputs(args.pass_rates_out, [args.dataset], field="--pass-rates-out")
+        check_inputs(args.pass_rates_out, [args.dataset, args.lists], field="--pass-rates-out")
     if args.group_size < 2:
         raise InputError(f"--group-size {args.group_size}", field="group-size", hint="use 2 or more")
     ds = load_dataset(args.dataset)
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     result.notes.update(notes)
     if args.pass_rates_out is not None:
         out = args.pass_rates_out
-        with atomic_write(out, inputs=[args.dataset]) as tmp:
+        with atomic_write(out, inputs=[args.dataset, args.lists]) as tmp:
             if out.suffix == ".parquet":
                 result.pass_rates.write_parquet(tmp)
             else:
