@@ -217,6 +217,11 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
             best = json.loads((out / m / f"seed{x}" / "best" / "best.json").read_text())
             assert best["metric"] == summary["metric"] == f"sampled/recall@{k}/per_responder"
             assert best["value"] == run["best_value"]
+    # reference levels on the test requests: chance is K / (catalog - seen) per row, the lists score <= 1
+    levels = summary["reference_levels"]
+    assert sorted(levels) == ["chance", "genre_popularity", "popularity"]
+    assert 0 < levels["chance"]["per_responder"] <= 1 and 0 <= levels["genre_popularity"]["union"] <= 1
+    assert f"For scale, test per-responder recall@{k} on the same {n_test} requests" in report
     # every stage process ran with the set thread counts, and the summary says so
     threads = summary["threads"]
     assert threads["per_process"] == 1 and threads["env"]["POLARS_MAX_THREADS"] == "1"
@@ -226,6 +231,29 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
         assert (rec["torch_intra_op"], rec["polars"], rec["env"]["PYTHONHASHSEED"]) == (1, 1, "0")
     assert not [p for p in out.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl")]  # no pickle
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+    # the README's commands on the demo's outputs print the report's numbers (its CI settings: --resamples)
+    capsys.readouterr()
+    cmp = ["eval", "compare", str(out / "eval" / "remark-seed0"), str(out / "eval" / "rank_grpo-seed0")]
+    assert main([*cmp, "--lists", "sampled", "--resamples", "199", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (
+        printed["per_responder"][f"recall@{k}"]
+        == (summary["paired"]["remark_vs_rank_grpo"]["seed0"]["sampled"]["per_responder"][f"recall@{k}"])
+    )
+    steps_cmd = [
+        "eval",
+        "steps",
+        "--run",
+        str(out / "remark" / "seed0"),
+        "--baseline",
+        str(out / "rank_grpo" / "seed0"),
+    ]
+    assert main([*steps_cmd, "--metric", summary["metric"], "--resamples", "199", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    reach = summary["validation"]["sampled"]["per_seed"]["seed0"]["remark_reaches_rank_grpo"]
+    for field in ("baseline_value", "step", "fraction", "ci_low", "ci_high"):
+        assert printed[field] == reach[field], field
 
     # one process at a time instead of two: the same numbers, bit for bit, in a folder replaced whole
     assert main(["demo", "--fast", "--out", str(out), "--seed", "1", "--sequential"]) == 0

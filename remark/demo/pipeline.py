@@ -113,10 +113,12 @@ def run_demo(
 
 
 def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: bool) -> dict[str, Any]:
+    import polars as pl
     import torch
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from data_prep.dataset import load_dataset
+    from remark.demo.levels import reference_levels
 
     columns = (
         TextColumn("{task.description:<24}"),
@@ -181,6 +183,8 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
 
     ds = load_dataset(root / data_dir)
     description, stats_line = _data_description(s, ds)
+    test_requests = ds.requests.filter(pl.col("split") == "test")
+    levels = reference_levels(test_requests, ds.catalog.df, s.k) if test_requests.height else None
 
     def cells(res: dict[str, Any]) -> dict[str, Any]:
         keep = ("n_requests", "per_responder", "union", "single_mention", "lists", "ci")
@@ -211,6 +215,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
         },
         "paired": pairs,
         "across_seeds": seeds,
+        "reference_levels": levels,
         "validation": validation,
         "files": {"report": "report.md", "plots": plots, "summary": "summary.json"},
         "machine": {

@@ -112,6 +112,7 @@ def _headline(summary: dict[str, Any]) -> list[str]:
         )
         for name, r in v["per_seed"].items()
     )
+    lines += _scale_lines(summary)
     lines += [
         "## Steps to reach, on the validation split",
         "",
@@ -121,6 +122,39 @@ def _headline(summary: dict[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+LEVEL_TEXT = {
+    "chance": "K random unseen catalog items (exact expectation)",
+    "popularity": "the K most popular unseen catalog items",
+    "genre_popularity": "the K most popular unseen items of the genre the request names",
+}
+
+
+def _scale_lines(summary: dict[str, Any]) -> list[str]:
+    """The test values of the SFT start and both methods beside the reference levels (remark.demo.levels)."""
+    levels = summary.get("reference_levels")
+    if not levels:
+        return []
+    k, ev, seeds = summary["settings"]["k"], summary["test"], summary["across_seeds"]["models"]
+    ref = "; ".join(f"{LEVEL_TEXT[n]} {_num(v['per_responder']):.3f}" for n, v in levels.items())
+    got = ", ".join(
+        f"{LABELS[m]} {_num(seeds[m]['sampled']['per_responder']['requests']['mean']):.3f}"
+        for m in ("sft", *METHODS)
+        if m in seeds and "sampled" in seeds[m]
+    )
+    line = (
+        f"For scale, test per-responder recall@{k} on the same {ev['sft']['greedy']['n_requests']} requests "
+        f"and metric: {ref}. Sampled lists (seed means): {got}."
+    )
+    start = _num(seeds["sft"]["sampled"]["per_responder"]["requests"]["mean"]) if "sft" in seeds else math.nan
+    chance = _num(levels["chance"]["per_responder"])
+    if math.isfinite(start) and start < 1.5 * chance:
+        line += (
+            " The SFT start is within 1.5x of chance: at this scale the warm-up has not learned what the "
+            "prompt asks for, and the comparison says little about either method."
+        )
+    return [line, ""]
 
 
 def report_markdown(summary: dict[str, Any]) -> str:
