@@ -19,42 +19,26 @@ from catalog.errors import InputError
 from data_prep.card import read_card_header
 from remark.config import RemarkGRPOConfig
 from remark.train import run_training
+from tests.remark.run_fields import tiny_run_fields
 
 pytest.importorskip("peft")
 
 
 def lora_config(tmp_path, data_dir, model_dir, name="lora", **overrides):
-    values = dict(
-        output_dir=str(tmp_path / name),
+    fields = dict(
         data_dir=str(data_dir),
         model_name_or_path=str(model_dir),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=24,
-        max_steps=4,
         learning_rate=5e-2,
-        loss_type="bnpo",
-        scale_rewards="group",
         beta=0.04,
-        num_ranks=3,
-        match_mode="exact",
-        seed=7,
-        data_seed=7,
-        logging_steps=1,
         save_strategy="steps",
         save_steps=2,
-        disable_tqdm=True,
         use_peft=True,
         lora_r=4,
         lora_alpha=8,
         lora_dropout=0.0,
         lora_target_modules=["q_proj", "v_proj"],
     )
-    values.update(overrides)
-    return RemarkGRPOConfig(**values)
+    return RemarkGRPOConfig(**tiny_run_fields(tmp_path / name, **(fields | overrides)))
 
 
 def _losses(checkpoint):

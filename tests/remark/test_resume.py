@@ -18,36 +18,14 @@ from remark.checkpoint import COMPLETE_MARKER, checkpoint_problem
 from remark.cli.main import main
 from remark.train import prepare_output_dir
 from tests.killable import run_and_kill
+from tests.remark.run_fields import tiny_run_fields
 
 pytestmark = pytest.mark.slow
 
 
 def write_config(tmp_path: Path, data: Path, model: Path, name: str, **overrides) -> Path:
-    fields = dict(
-        output_dir=str(tmp_path / name),
-        data_dir=str(data),
-        model_name_or_path=str(model),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=24,
-        max_steps=4,
-        learning_rate=5e-3,
-        loss_type="bnpo",
-        scale_rewards="group",
-        beta=0.0,
-        num_ranks=3,
-        match_mode="exact",
-        seed=7,
-        data_seed=7,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=2,
-        disable_tqdm=True,
-    )
-    fields.update(overrides)
+    own = dict(data_dir=str(data), model_name_or_path=str(model), save_strategy="steps", save_steps=2)
+    fields = tiny_run_fields(tmp_path / name, **(own | overrides))
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(fields))
     return path

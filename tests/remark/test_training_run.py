@@ -14,34 +14,13 @@ from remark.callbacks import DivergenceGuard, ValidationCallback
 from remark.config import RemarkGRPOConfig
 from remark.data import training_dataset
 from remark.trainer import RemarkGRPOTrainer
+from tests.remark.run_fields import tiny_run_fields
 
 pytestmark = pytest.mark.slow
 
 
 def config(tmp_path, name="run", **overrides):
-    values = dict(
-        output_dir=str(tmp_path / name),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=24,
-        max_steps=4,
-        learning_rate=5e-3,
-        loss_type="bnpo",
-        scale_rewards="group",
-        beta=0.0,
-        num_ranks=3,
-        match_mode="exact",
-        seed=7,
-        data_seed=7,
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
-    )
-    values.update(overrides)
-    return RemarkGRPOConfig(**values)
+    return RemarkGRPOConfig(**tiny_run_fields(tmp_path / name, **overrides))
 
 
 def trainer_for(cfg, ds, model_dir, callbacks=()):
