@@ -16,18 +16,14 @@ Grounding: the reward and the validation ground with the dataset's settings (``m
 printed, ``remark_config.json`` holds the settings used, ``train_summary.json["grounding"]`` what was used,
 what the dataset says and what was overridden.
 
-A new run refuses an ``output_dir`` that holds a previous run (its logs, eval tables, ``best/``,
-``final/``, checkpoints or summary), which it would otherwise mix with its own; ``overwrite=True``
-(``remark train --overwrite``) removes exactly those (:data:`RUN_OUTPUTS` and ``checkpoint-N/``; of
-TensorBoard's ``runs/`` only its event-file folders, ``merged_base/`` only when its marker says remark
-merged it) and nothing else (``assets/`` is kept: it is reused when its settings match). ``resume=True`` takes the
-newest *complete* checkpoint (``remark.checkpoint``), printing the incomplete ones it skipped; an
-explicit checkpoint that is incomplete, or no checkpoint at all, is an ``InputError``. ``best/`` and
-``final/`` are written whole and swapped in (``catalog.io.atomic_dir``).
+A used ``output_dir`` is refused or cleared (``overwrite``), and ``resume`` picks the newest complete
+checkpoint, before anything loads (``remark.run_dir``; its names are re-exported here). ``best/`` and
+``final/`` are written whole, model card included, and swapped in (``catalog.io.atomic_dir``).
+``build_tiny`` first builds a synthetic dataset and an SFT-warmed tiny model under
+``output_dir/assets`` (``remark.tiny_assets``).
 
-``build_tiny`` (``configs/tiny_cpu.yaml``) first writes a synthetic pooled dataset, trains a tokenizer
-and a tiny Qwen2 model on its text, and SFT-warms it, under ``output_dir/assets``, so the run needs
-nothing but this package.
+This module holds the orchestration: :func:`run_training`, :func:`policy_model` (the model, adapter
+and tokenizer the trainer gets) and the final save.
 """
 
 from __future__ import annotations
@@ -36,260 +32,45 @@ import contextlib
 import functools
 import json
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from catalog.errors import InputError
-from catalog.io import atomic_dir, atomic_write, output_kind
+from catalog.io import atomic_dir, atomic_write
 from remark.cards import set_card_total, write_folder_card
-from remark.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
 from remark.config import RemarkGRPOConfig
-
-#: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
-RUN_OUTPUTS = (
-    "eval_log.jsonl",
-    "eval",
-    "sampled",
-    "best",
-    "final",
-    "train_summary.json",
-    "stopped.json",
-    "remark_config.json",
-    "runs",
-    "merged_base",
+from remark.run_dir import (
+    MERGED_KIND,
+    RUN_OUTPUTS,
+    SETUP_OUTPUTS,
+    _valid_group_sizes,
+    prepare_output_dir,
+    previous_run,
+    resume_checkpoint,
+    resume_group_size,
+    tensorboard_logs,
 )
-#: outputs a run writes before its first step: alone they are no previous run (``--overwrite`` still clears them).
-SETUP_OUTPUTS = ("remark_config.json", "runs", "merged_base")
-#: the ``catalog.io.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
-MERGED_KIND = "merged-model"
+from remark.tiny_assets import TINY_DEFAULTS, build_tiny_assets
+
+__all__ = [  # with the names of remark.run_dir and remark.tiny_assets, which lived here before
+    "FINAL_KIND",
+    "MERGED_KIND",
+    "RUN_OUTPUTS",
+    "SETUP_OUTPUTS",
+    "TINY_DEFAULTS",
+    "build_tiny_assets",
+    "policy_model",
+    "prepare_output_dir",
+    "previous_run",
+    "resume_checkpoint",
+    "resume_group_size",
+    "run_training",
+    "tensorboard_logs",
+]
+
 #: the ``catalog.io.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.callbacks).
 FINAL_KIND = "train-final"
-
-TINY_DEFAULTS: dict[str, Any] = {
-    "n_requests": 300,
-    "n_items": 48,
-    "relevant_size": [6, 10],
-    "seed": 0,
-    "sft_epochs": 8,
-    "sft_lr": 3e-3,
-    "sft_targets": "union",
-    "spec": {"vocab_size": 1024, "hidden_size": 96, "intermediate_size": 384},
-}
-
-
-def build_tiny_assets(cfg: RemarkGRPOConfig) -> tuple[Path, Path]:
-    """Synthetic dataset + tiny SFT-warmed model under ``output_dir/assets``; returns (data_dir, model_dir).
-
-    Reuses assets already built with the same settings (``assets/build.json``), so a resumed run does
-    not rebuild them.
-    """
-    from data_prep.synthetic import build_dataset
-    from remark.sft import SFTSettings, run_sft
-    from remark.tiny import TinySpec, build_tiny_model
-
-    opts = {**TINY_DEFAULTS, **(cfg.build_tiny or {})}
-    unknown = set(opts) - set(TINY_DEFAULTS)
-    if unknown:
-        raise InputError(
-            f"unknown build_tiny keys {sorted(unknown)}",
-            field="build_tiny",
-            hint=f"valid: {sorted(TINY_DEFAULTS)}",
-        )
-    for key, default in TINY_DEFAULTS.items():  # each value has its default's type (checked before building)
-        value = opts[key]
-        if type(value) is not type(default) and not (type(default) is float and type(value) is int):
-            raise InputError(
-                f"build_tiny.{key} = {value!r} is not {type(default).__name__} like its default {default!r}",
-                field="build_tiny",
-            )
-    root = Path(cfg.output_dir) / "assets"
-    data_dir, base_dir, sft_dir = root / "data", root / "base_model", root / "sft_model"
-    stamp = root / "build.json"
-    if stamp.is_file() and json.loads(stamp.read_text()) == opts and (sft_dir / "config.json").is_file():
-        return data_dir, sft_dir
-    ds = build_dataset(
-        data_dir,
-        n_requests=opts["n_requests"],
-        n_items=opts["n_items"],
-        relevant_size=tuple(opts["relevant_size"]),
-        seed=opts["seed"],
-    )
-    corpus = [
-        "\n".join(ds.catalog.df["item_id"].to_list()[i : i + 20]) for i in range(0, len(ds.catalog), 20)
-    ]
-    corpus += [m["content"] for p in ds.requests["prompt"].to_list() for m in p]
-    build_tiny_model(base_dir, corpus, spec=TinySpec(**opts["spec"]), seed=opts["seed"])
-    settings = SFTSettings(targets=opts["sft_targets"], k=cfg.num_ranks, seed=opts["seed"])
-    run_sft(
-        ds,
-        base_dir,
-        sft_dir,
-        settings,
-        {
-            "use_cpu": cfg.use_cpu,
-            "bf16": False,
-            "learning_rate": opts["sft_lr"],
-            "lr_scheduler_type": "cosine",
-            "num_train_epochs": opts["sft_epochs"],
-            "per_device_train_batch_size": 16,
-            "logging_steps": 50,
-            "disable_tqdm": cfg.disable_tqdm,
-        },
-    )
-    with atomic_write(stamp) as tmp:
-        tmp.write_text(json.dumps(opts, indent=2))
-    return data_dir, sft_dir
-
-
-def _valid_group_sizes(cfg: RemarkGRPOConfig, limit: int = 64) -> list[int]:
-    """G in 2..limit for which the same requests per step fill whole per-device batches (see resume)."""
-    requests = cfg.generation_batch_size // cfg.num_generations
-    per_step = cfg.world_size * cfg.steps_per_generation
-    return [g for g in range(2, limit + 1) if (requests * g) % per_step == 0]
-
-
-def tensorboard_logs(runs: Path) -> list[Path]:
-    """The entries of ``runs/`` that are TensorBoard logs (transformers' ``runs/<time>_<host>/`` folders, or
-    event files): every file in them is an ``events.out.tfevents.*`` file. Anything else there is not ours."""
-    if not runs.is_dir() or runs.is_symlink():
-        return []
-    found = []
-    for entry in sorted(runs.iterdir()):
-        if entry.is_symlink():
-            continue
-        files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if not p.is_dir()]
-        if files and all(p.name.startswith("events.out.tfevents.") and not p.is_symlink() for p in files):
-            found.append(entry)
-    return found
-
-
-def previous_run(output_dir: str | Path) -> list[Path]:
-    """What an earlier run left in ``output_dir``: its :data:`RUN_OUTPUTS` and checkpoints (``runs/`` when
-    it holds TensorBoard logs, ``merged_base/`` when it is a merged model remark wrote)."""
-    root = Path(output_dir)
-    found = []
-    for name in RUN_OUTPUTS:
-        path = root / name
-        if not (path.exists() or path.is_symlink()):
-            continue
-        if name == "runs" and not tensorboard_logs(path):
-            continue
-        if name == "merged_base" and output_kind(path) != MERGED_KIND:
-            continue
-        found.append(path)
-    return found + find_checkpoints(root)
-
-
-def _remove_run_output(path: Path) -> None:
-    """Remove one of :func:`previous_run`'s paths; of ``runs/`` only the TensorBoard logs (then the folder,
-    when that leaves it empty)."""
-    if path.name == "runs" and path.is_dir() and not path.is_symlink():
-        for entry in tensorboard_logs(path):
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-        if not any(path.iterdir()):
-            path.rmdir()
-    elif path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-
-
-def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool) -> list[Path]:
-    """Refuse (``InputError``) or clear a used ``output_dir`` before anything loads; returns what was removed.
-
-    What a run writes before its first step (:data:`SETUP_OUTPUTS`: the config, TensorBoard's ``runs/``,
-    a ``merged_base/``) is not a run: a run that crashed before its first step may be started again.
-    """
-    if resume and overwrite:
-        raise InputError("--resume and --overwrite contradict each other", field="--overwrite")
-    found = previous_run(output_dir)
-    if resume or not [p for p in found if p.name not in SETUP_OUTPUTS]:
-        return []
-    names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:8])
-    if not overwrite:
-        raise InputError(
-            f"output_dir holds a previous run ({names}{', ...' if len(found) > 8 else ''}); a new run "
-            "would mix its logs, eval tables and best/ with that run's",
-            path=output_dir,
-            field="output_dir",
-            hint="continue it with --resume, clear those files with --overwrite, or set another output_dir",
-        )
-    if int(os.environ.get("RANK", "0")) == 0:  # one process clears; torchrun's others find it done or empty
-        for path in found:
-            _remove_run_output(path)
-    return found
-
-
-def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path | None:
-    """The checkpoint to resume from: ``resume`` itself (a path, which must be complete) or, for True,
-    the newest complete one in ``output_dir``, printing the incomplete ones it skipped."""
-    if resume is None or resume is False:
-        return None
-    if resume is not True:
-        problem = checkpoint_problem(resume)
-        if problem is not None:
-            newest, _ = select_checkpoint(Path(resume).parent)
-            raise InputError(
-                f"cannot resume from this checkpoint: {problem}",
-                path=resume,
-                field="--resume",
-                hint=f"resume from {newest}, the newest complete one"
-                if newest is not None
-                else "pass --resume alone to take the newest complete checkpoint in output_dir",
-            )
-        return Path(resume)
-    chosen, skipped = select_checkpoint(output_dir)
-    main = int(os.environ.get("RANK", "0")) == 0
-    for path, why in skipped:
-        if main:
-            print(f"resume: skipped {path.name}: {why}")
-    if chosen is None:
-        raise InputError(
-            "no complete checkpoint to resume from"
-            + (f" ({len(skipped)} incomplete, listed above)" if skipped else " (there is no checkpoint-N)"),
-            path=output_dir,
-            field="--resume",
-            hint="start the run without --resume; checkpoints are written every save_steps",
-        )
-    if main:
-        print(f"resume: from {chosen}")
-    return chosen
-
-
-def resume_group_size(cfg: RemarkGRPOConfig, checkpoint: Path) -> RemarkGRPOConfig:
-    """Apply a checkpoint's group-size recommendation (``remark.planning.adaptive``) before training resumes.
-
-    Requests per step stay fixed: the generation batch becomes requests x new G, spread over the same
-    processes and generation steps. When G changes, the data sampler's saved position no longer means
-    the same thing, so ``ignore_data_skip`` is set.
-    """
-    import dataclasses
-
-    from remark.planning.adaptive import resolve_group_size
-
-    group, note = resolve_group_size(cfg.num_generations, checkpoint, adapt=cfg.adapt_group_size)
-    print(note)
-    if group == cfg.num_generations:
-        return cfg
-    requests = cfg.generation_batch_size // cfg.num_generations
-    per_step = cfg.world_size * cfg.steps_per_generation
-    if (requests * group) % per_step:
-        raise InputError(
-            f"{requests} requests x G = {group} completions do not split over {cfg.world_size} process(es) x "
-            f"{cfg.steps_per_generation} generation step(s)",
-            field="adapt_group_size",
-            hint="restrict group_size_candidates to such G, or set adapt_group_size: false",
-        )
-    return dataclasses.replace(
-        cfg,
-        num_generations=group,
-        per_device_train_batch_size=requests * group // per_step,
-        generation_batch_size=requests * group,
-        steps_per_generation=None,
-        ignore_data_skip=True,
-    )
 
 
 def policy_model(cfg: RemarkGRPOConfig) -> tuple[Any, Any, Any]:

@@ -1,0 +1,157 @@
+"""The ``remark eval`` argument parser: every subcommand's flags and the function that runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from remark.cli.adapter import add_adapter_flags
+from remark.cli.args import nonneg_int, open_unit, positive_float, positive_int
+from remark.cli.eval.compare import run_compare
+from remark.cli.eval.flags import LISTS, ci_flags, force_flag, score_flags
+from remark.cli.eval.protoqa import run_convert, run_protoqa_evaluator
+from remark.cli.eval.score import run_run, run_score
+from remark.cli.eval.steps import run_curves, run_steps
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "eval",
+        help="score lists, evaluate a model, compare runs, steps-to-reach, curves",
+        description="Evaluation with bootstrap CIs over requests: per responder (Rank-GRPO's view), on the "
+        "union and on single-mention items.",
+    )
+    sub = p.add_subparsers(dest="eval_command", metavar="SUBCOMMAND", required=True)
+
+    s = sub.add_parser("score", help="score a predictions JSONL against a prepared dataset")
+    s.add_argument("--data", type=Path, required=True, help="prepared dataset directory (remark prep)")
+    s.add_argument(
+        "--predictions", type=Path, required=True, help='JSON lines {"request_id", "recommendations"}'
+    )
+    score_flags(s)
+    s.add_argument("--on-unknown", choices=["error", "warn"], default="error", help="unknown request ids")
+    s.add_argument(
+        "--on-missing", choices=["error", "empty"], default="error", help="requests without predictions"
+    )
+    s.add_argument(
+        "--on-other-split",
+        choices=["error", "ignore"],
+        default="error",
+        help="predictions for requests outside --split: an error (default), or left out and counted",
+    )
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write metrics.json, per_request.parquet, per_row.parquet, report.md and metrics.png here "
+        "(one folder, "
+        "swapped in once complete; new, empty, or an earlier `eval score --out`)",
+    )
+    force_flag(s)
+    s.set_defaults(func=run_score)
+
+    r = sub.add_parser("run", help="generate lists with a model, score them, write predictions/metrics/plots")
+    r.add_argument(
+        "--model",
+        type=Path,
+        required=True,
+        help="model directory (save_pretrained), or a LoRA adapter folder",
+    )
+    r.add_argument("--data", type=Path, required=True, help="prepared dataset directory")
+    r.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="output directory (one folder, swapped in once complete; new, empty, or an earlier `eval run`)",
+    )
+    force_flag(r)
+    r.add_argument(
+        "--num-samples", type=nonneg_int, default=0, help="sampled lists per request besides greedy"
+    )
+    r.add_argument(
+        "--temperature", type=positive_float, default=1.0, help="sampling temperature (default 1.0)"
+    )
+    r.add_argument("--top-p", type=open_unit, default=1.0, help="nucleus mass for samples (default 1.0)")
+    r.add_argument("--gen-seed", type=int, default=0, help="sampling seed (default 0)")
+    r.add_argument("--engine", choices=["auto", "transformers", "vllm"], default="auto", help="default auto")
+    r.add_argument(
+        "--batch-size", type=positive_int, default=16, help="prompts per generate call (default 16)"
+    )
+    r.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=None,
+        help="completion cap (default 16 tokens per item: 16 x max(--k), 320 for k = 20, 800 for k = 50)",
+    )
+    r.add_argument("--device", default=None, help="torch device (default cuda if available, else cpu)")
+    r.add_argument("--limit", type=positive_int, default=None, help="first N requests of the split only")
+    score_flags(r)
+    add_adapter_flags(r)
+    r.add_argument("--json", action="store_true", help="print metrics.json")
+    r.set_defaults(func=run_run)
+
+    c = sub.add_parser("compare", help="paired differences A - B with CIs on the same requests")
+    c.add_argument(
+        "a", type=Path, help="eval run dir, per_request.parquet, or predictions JSONL (needs --data)"
+    )
+    c.add_argument("b", type=Path, help="the same for the baseline")
+    c.add_argument("--data", type=Path, default=None, help="dataset, when A or B is a predictions file")
+    c.add_argument(
+        "--lists",
+        choices=list(LISTS),
+        default=None,
+        help="which lists of an eval run dir: greedy (per_request.parquet, the default) or sampled "
+        "(per_request_sampled.parquet, the demo's headline lists); the output says which",
+    )
+    score_flags(c)
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=run_compare)
+
+    st = sub.add_parser("steps", help="steps for RUN to reach BASELINE's value at a step, with a CI")
+    st.add_argument(
+        "--run", type=Path, required=True, help="training run dir (eval_log.jsonl, eval/step_*.parquet)"
+    )
+    st.add_argument("--baseline", type=Path, required=True, help="baseline run dir")
+    st.add_argument(
+        "--metric",
+        default="eval/recall@20/per_responder",
+        help="metric as the eval log or the demo report name it: eval/recall@20/per_responder (greedy "
+        "validation lists), sampled/recall@5/per_responder (sampled, read from <run>/sampled); default "
+        "%(default)s; a name that is not logged lists those that are",
+    )
+    st.add_argument("--step", type=int, default=None, help="baseline step S (default: its last validation)")
+    st.add_argument("--plot", type=Path, default=None, help="also write both curves with CI bands here (PNG)")
+    ci_flags(st, method="percentile", resamples=9999)
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=run_steps)
+
+    cu = sub.add_parser("curves", help="validation curves with CI bands (PNG)")
+    cu.add_argument("runs", type=Path, nargs="+", help="training run dirs")
+    cu.add_argument(
+        "--metric",
+        default="eval/recall@20/per_responder",
+        help="metric as in eval steps (eval/... or sampled/...; default %(default)s)",
+    )
+    cu.add_argument("--x", default="step", help="x axis: step, samples, gpu_hours, wall_s (default step)")
+    cu.add_argument("--out", type=Path, required=True, help="PNG path")
+    ci_flags(cu, method="percentile", resamples=2000)
+    cu.set_defaults(func=run_curves)
+
+    cp = sub.add_parser("convert-protoqa", help="ProtoQA prediction file -> predictions JSONL")
+    cp.add_argument(
+        "input", type=Path, help="ProtoQA predictions (.jsonl of {qid: [...]} or one JSON object)"
+    )
+    cp.add_argument("--out", type=Path, required=True, help="output predictions JSONL")
+    cp.set_defaults(func=run_convert)
+
+    pe = sub.add_parser(
+        "protoqa-evaluator", help="official ProtoQA Max Answers@k (exact match), for cross-checks"
+    )
+    pe.add_argument(
+        "--targets", type=Path, required=True, help="ProtoQA answer file (e.g. dev.crowdsourced.jsonl)"
+    )
+    pe.add_argument("--predictions", type=Path, required=True, help="ProtoQA prediction file")
+    pe.add_argument("--k", type=positive_int, nargs="+", default=[1, 3, 5, 10])
+    pe.add_argument("--json", action="store_true")
+    pe.set_defaults(func=run_protoqa_evaluator)

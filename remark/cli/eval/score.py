@@ -1,0 +1,100 @@
+"""``remark eval score`` (a predictions file against a prepared dataset) and ``remark eval run``
+(generate lists with a model, then score them); both write their outputs atomically (``eval.run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from remark.cli.eval.flags import bootstrap_config, emit, filter_names, grounding_notes
+from remark.cli.grounding import requested_grounding
+
+
+def score_file(args: argparse.Namespace, predictions: Path, data: Path):
+    from data_prep.dataset import load_dataset
+    from eval.score import read_predictions, score_predictions
+
+    return score_predictions(
+        load_dataset(data),
+        read_predictions(predictions),
+        split=args.split,
+        grounding=requested_grounding(args),
+        grounding_by="command-line flags",
+        ks=args.k,
+        metrics=args.metrics,
+        compact=args.compact,
+        filters=filter_names(args.filters),
+        views=args.views,
+        config=bootstrap_config(args),
+        on_unknown=getattr(args, "on_unknown", "error"),
+        on_missing=getattr(args, "on_missing", "error"),
+        on_other_split=getattr(args, "on_other_split", "error"),
+    )
+
+
+def run_score(args: argparse.Namespace) -> int:
+    from catalog.io import check_output_dir
+    from eval.report import metrics_markdown
+    from eval.run import SCORE_KIND, write_score_outputs
+
+    inputs = [args.data, args.predictions]
+    if args.out is not None:  # refused before scoring, not after
+        check_output_dir(args.out, SCORE_KIND, inputs=inputs, force=args.force)
+    result, scored = score_file(args, args.predictions, args.data)
+    if args.out is not None:
+        write_score_outputs(
+            args.out, result, scored.per_request, per_row=scored.per_row, inputs=inputs, force=args.force
+        )
+    grounding_notes(result)
+    emit(result, args, metrics_markdown(result, title=f"{args.predictions.name} ({args.split})"))
+    return 0
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from eval.generate import AdapterLoad, GenerationConfig
+    from eval.report import metrics_markdown
+    from eval.run import evaluate_model
+
+    gen = GenerationConfig(
+        k=max(args.k),
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size,
+        num_samples=args.num_samples,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.gen_seed,
+        engine=args.engine,
+        device=args.device,
+    )
+    note = gen.cap_note()  # before the generation, on stdout (stderr when stdout is the JSON)
+    if note:
+        print(note, file=sys.stderr if args.json else sys.stdout)
+    result = evaluate_model(
+        args.model,
+        args.data,
+        args.out,
+        split=args.split,
+        generation=gen,
+        grounding=requested_grounding(args),
+        grounding_by="command-line flags",
+        ks=args.k,
+        metrics=args.metrics,
+        compact=args.compact,
+        filters=filter_names(args.filters),
+        views=args.views,
+        config=bootstrap_config(args),
+        limit=args.limit,
+        force=args.force,
+        adapter=AdapterLoad(base=args.base_model, merge=args.merge_adapter),
+    )
+    md = metrics_markdown(result, title=f"{args.model.name}: greedy ({args.split})")
+    grounding_notes(result)
+    emit(
+        result,
+        args,
+        md + f"\nwrote {args.out}/ (predictions.jsonl, metrics.json, per_request.parquet, per_row.parquet, "
+        "report.md)\n",
+    )
+    return 0

@@ -1,0 +1,47 @@
+"""``remark eval steps`` (steps for a run to reach a baseline's value, with a CI) and ``remark eval
+curves`` (validation curves with CI bands), both read from training runs' eval logs (``eval.steps``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from remark.cli.eval.flags import bootstrap_config
+
+
+def run_steps(args: argparse.Namespace) -> int:
+    from eval.report import plot_curves
+    from eval.steps import resolve_metric, steps_to_reach, validation_curve
+
+    cfg = bootstrap_config(args)
+    (run, key), (base, _) = resolve_metric([args.run, args.baseline], args.metric)
+    res = steps_to_reach(run, base, key=key, baseline_step=args.step, config=cfg)
+    res["runs"] = {"run": str(run), "baseline": str(base)}
+    if args.plot is not None:
+        curves = [validation_curve(d, key, config=cfg) for d in (run, base)]
+        plot_curves(curves, args.plot, reach=res)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        reached = (
+            f"step {res['step']:.0f} = {res['fraction']:.1%} of {res['baseline_step']} "
+            f"[{res['ci_low']:.1%}, {res['ci_high']:.1%}]"
+            if res["reached"]
+            else "not reached"
+        )
+        print(
+            f"{args.metric} ({key} in {run}/eval_log.jsonl): baseline {res['baseline_value']:.4f} at step "
+            f"{res['baseline_step']}; run reaches it at {reached}"
+        )
+    return 0
+
+
+def run_curves(args: argparse.Namespace) -> int:
+    from eval.report import plot_curves
+    from eval.steps import resolve_metric, validation_curve
+
+    resolved = resolve_metric(args.runs, args.metric)
+    curves = [validation_curve(d, key, x=args.x, config=bootstrap_config(args)) for d, key in resolved]
+    print(f"wrote {plot_curves(curves, args.out)}")
+    return 0
