@@ -115,7 +115,24 @@ def run_training(
     the ones the config asks for (validation, divergence guard, group-size advisor). ``command`` (the command
     line, ``remark train`` passes its own) goes into the model cards of ``best/`` and ``final/``
     (``remark.cards``).
+
+    The run holds torch's CPU threads at ``cpu_threads`` when that is set (``remark.threads``; restored after).
     """
+    from remark.threads import torch_threads
+
+    with torch_threads(cfg.cpu_threads):
+        return _run_training(cfg, resume=resume, callbacks=callbacks, overwrite=overwrite, command=command)
+
+
+def _run_training(
+    cfg: RemarkGRPOConfig,
+    *,
+    resume: str | bool | None = None,
+    callbacks: Sequence[Any] = (),
+    overwrite: bool = False,
+    command: str | None = None,
+) -> dict[str, Any]:
+    """:func:`run_training` under the thread setting it chose."""
     from data_prep.dataset import choose_grounding, load_dataset
     from remark.callbacks import DivergenceGuard, ValidationCallback
     from remark.config import validate_paths

@@ -331,6 +331,7 @@ CONFIG_CASES = [
                 use_cpu="maybe"),
     config_case("config-int-fraction", "run.yaml, row 7, field 'num_ranks'", "2.5 is not an integer", num_ranks=2.5),
     config_case("config-beta-negative", "field 'beta'", "must be >= 0", beta=-0.1),
+    config_case("config-cpu-threads-0", "field 'cpu_threads'", "must be >= 1", cpu_threads=0),
     config_case("config-num-generations-1", "run.yaml, row 9, field 'num_generations'", ">= 2", num_generations=1),
     config_case("config-batch-size-0", "field 'per_device_train_batch_size'", "must be >= 1",
                 per_device_train_batch_size=0),

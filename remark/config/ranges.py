@@ -96,6 +96,7 @@ RANGES: dict[str, Bound] = {
     # remark's own (the rest are checked with their combinations in remark.config.validate)
     "validation_batch_size": AT_LEAST_1,
     "scoring_workers": AT_LEAST_0,
+    "cpu_threads": AT_LEAST_1,
     "validation_max_requests": AT_LEAST_1,
     "divergence_kl": POSITIVE,
     "divergence_log_ratio": POSITIVE,

@@ -28,10 +28,11 @@ show, and a test can check, what each stage actually ran with.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from remark.threads import set_torch_threads
 
 #: Environment variables that fix a library's thread pool, each to the stage's thread count.
 THREAD_ENV: tuple[str, ...] = (
@@ -76,9 +77,7 @@ def apply_threads(threads: int) -> None:
     missing = [n for n in THREAD_ENV if os.environ.get(n) != str(threads)]
     if missing:
         raise RuntimeError(f"not started by remark.demo.threads.worker_env({threads}): {missing} differ")
-    torch.set_num_threads(threads)
-    with contextlib.suppress(RuntimeError):  # already set: it can be set once, before any inter-op work
-        torch.set_num_interop_threads(1)
+    set_torch_threads(threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
