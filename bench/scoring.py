@@ -18,7 +18,11 @@ slot ids, rewards, token ranks and end indices.
 
 Work (``reference_ms``, ``new_ms``) is the CPU time of this process per ``score`` call
 (``time.process_time``: both paths are single-threaded, and CPU time barely moves with the machine's
-load, where wall time does); the wall times are reported beside them (``*_wall_ms``). The two paths
+load, where wall time does); the wall times are reported beside them (``*_wall_ms``). Each timed call
+starts after a full ``gc.collect()`` (off the clock), so that the collection debt left by building scorers
+and batches, or by the other path, lands on neither; a call's own allocations still trigger the
+collections they would (without it a full collection of ~100 ms fell on a random path in cold steps,
+where scorers are rebuilt every step: per-step ratios 0.7-3.4 in one run). The two paths
 alternate which goes first each step. Medians over the timed steps; ``ratio``: the median of the
 per-step ratios reference / new (same step, same rows), with its min and max (the spread). Per-stage ms
 (wall) come from the scorers' ``last_timings`` (decode + offsets, parse, ground, rewards = responders +
@@ -38,6 +42,7 @@ waiting for a core; the CPU time is the work a free core would do). The machine 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -87,7 +92,10 @@ def new_scorer(catalog: Catalog, tokenizer: Any) -> RankScorer:
 
 
 def timed(fn, *args, **kwargs) -> tuple[Any, float, float]:
-    """(result, CPU ms of this process, wall ms)."""
+    """(result, CPU ms of this process, wall ms). A full collection runs first, off the clock: the garbage
+    of building scorers and batches (and of the other path) is not charged to whichever path runs next;
+    the call's own allocations still trigger the collections they would."""
+    gc.collect()
     c0, t0 = time.process_time(), time.perf_counter()
     out = fn(*args, **kwargs)
     return out, 1e3 * (time.process_time() - c0), 1e3 * (time.perf_counter() - t0)
@@ -140,6 +148,7 @@ def run_workload(kind: str, catalog: Catalog, tokenizer: Any, a: argparse.Namesp
             rec["new_wall_ms"].append(results["new"][2])
             if cache == "warm":
                 if pool is not None:
+                    gc.collect()
                     t0 = time.perf_counter()
                     future = pool.submit(b.rows, b.columns, group_size=GROUP, step=s)
                     scored = future.result()

@@ -14,6 +14,7 @@ line of every list of a batch. :func:`ground_ids` gives exactly the ids ``ground
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,28 +62,35 @@ def _length_can_reach(length: int, cands: _Candidates, threshold: float) -> bool
 
 
 def ground_ids(matcher: Matcher, queries: list[Query]) -> list[str | None]:
-    """The item id ``matcher.ground_many`` gives each query (None without a title or a match)."""
+    """The item id ``matcher.ground_many`` gives each query (None without a title or a match).
+
+    Distinct queries are looked up in the id cache in one ``map``; only the misses go through the rules
+    (and, when no rule decides, the fuzzy rule), and only their answers are added to the cache.
+    """
     ids, matches = matcher._id_cache, matcher._cache
-    found: dict[Query, str | None] = {}
+    distinct = list(dict.fromkeys(queries))
+    found = dict(zip(distinct, map(ids.get, distinct, itertools.repeat(_MISSING)), strict=True))
     new: dict[Query, str | None] = {}
     todo: list[tuple[str, int | None]] = []
-    for q in dict.fromkeys(queries):
+    for q in [q for q, v in found.items() if v is _MISSING]:
         if q[0] is None:
             found[q] = None
-        elif q in ids:
-            found[q] = ids[q]
+            continue
+        hit = matches.get(q) or matcher._rules(*q)
+        if hit is None:
+            todo.append(q)  # type: ignore[arg-type]
         else:
-            hit = matches.get(q) or matcher._rules(*q)
-            if hit is None:
-                todo.append(q)  # type: ignore[arg-type]
-            else:
-                found[q] = new[q] = hit.item_id
+            found[q] = new[q] = hit.item_id
     if todo:
         fuzzy = fuzzy_ids(matcher, todo)
         found.update(fuzzy)
         new.update(fuzzy)
-    matcher._remember(new, ids)
-    return [found[q] for q in queries]
+    if new:
+        matcher._remember(new, ids)
+    return list(map(found.__getitem__, queries))
+
+
+_MISSING = object()
 
 
 def year_candidates(matcher: Matcher, year: int | None) -> _Candidates:

@@ -48,6 +48,7 @@ the evaluation; no explanations, same ids) in ``catalog.ground_ids``.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -81,6 +82,8 @@ __all__ = [
 ]
 
 _CHUNK = 1024
+_TITLE, _YEAR = operator.attrgetter("title"), operator.attrgetter("year")
+_PLAIN_YEARS = frozenset({int, type(None)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +202,11 @@ class Matcher:
         :class:`Match` cache (which is read, not written), and the fuzzy rule (``catalog.ground_ids.fuzzy_ids``) scores
         with a score cutoff and skips queries whose length cannot reach the threshold.
         """
-        flat = [line for row in rows for line in row]
-        ids = ground_ids(self, [(ln.title, None if ln.year is None else int(ln.year)) for ln in flat])
+        flat = list(itertools.chain.from_iterable(rows))
+        years = list(map(_YEAR, flat))
+        if not set(map(type, years)) <= _PLAIN_YEARS:  # e.g. numpy ints: as ground_many, int(year)
+            years = [None if y is None else int(y) for y in years]
+        ids = ground_ids(self, list(zip(map(_TITLE, flat), years, strict=True)))
         out, pos = [], 0
         for row in rows:
             out.append(ids[pos : pos + len(row)])

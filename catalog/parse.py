@@ -26,11 +26,16 @@ requires a year, and deletes every parenthesised group from the title ("Birdman 
 Performance: compiled regexes, one pass, no backtracking-prone patterns; a 10k-line completion parses
 in tens of milliseconds. Each distinct line's features are cached per process (``_line_features``, lines
 up to ``_CACHE_MAX_LEN`` characters; a line's features depend on its text only, so the cache changes no
-answer), and so is the title/year split of each distinct cleaned body.
+answer), and so is the title/year split of each distinct cleaned body. Shortcuts that give the same
+answers (issue 13, tests/catalog/test_fast_paths.py): a list with nothing to strip and no blank line is
+split with C loops (``_spans``); the usual item line, "Title (YYYY)" with an optional blurb and no
+markdown or quotes, is read by one regex (``_simple``) instead of the general rules.
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -198,8 +203,33 @@ class _Line:
 
 def _line_features(text: str) -> tuple[str, str | None, int | None, bool, bool, bool]:
     """(body, title, year, marker, heading, colon) of one stripped line: a pure function of its text."""
+    return _simple(text, False) or _general_features(text)
+
+
+def _general_features(text: str) -> tuple[str, str | None, int | None, bool, bool, bool]:
     body, marker, heading = _clean(text)
     return _finish(body, marker, heading)
+
+
+#: The usual item, "Title (YYYY)" or "Title (YYYY) - blurb": an ASCII letter first, no emphasis mark,
+#: quote, bracket or parenthesis in the title, no ``*_`~`` anywhere (``_simple``).
+_SIMPLE = re.compile(r"([A-Za-z][^*_`~()\[\]\"'“”‘’„«»]*?) \((\d{4})\)[^*_`~]*")
+
+
+def _simple(body: str, marker: bool) -> tuple[str, str | None, int | None, bool, bool, bool] | None:
+    """The features of a stripped body that ``_SIMPLE`` matches whole, None for any other body: what
+    ``_clean`` and ``_finish`` give, in one regex (issue 13; tests/catalog/test_fast_paths.py checks it).
+
+    Why it is the same: no emphasis character, so nothing comes off; a letter first, so no heading and no
+    list marker; the first "(" or "[" is the one before the year, so it is ``_YEAR``'s first match, with
+    a letter before it; no quote in the title and a letter first, so ``_unquote`` leaves the part before
+    the year alone (a quote in the blurb only changes what follows the year); the title is that part
+    stripped of ``_TRIM``. ``colon`` is computed as ``_finish`` does (the preamble rule reads it).
+    """
+    m = _SIMPLE.fullmatch(body)
+    if m is None:
+        return None
+    return body, m.group(1).strip(_TRIM), int(m.group(2)), marker, False, body.rstrip(" *_").endswith(":")
 
 
 def _numbered_features(rest: str) -> tuple[str, str | None, int | None, bool, bool, bool]:
@@ -210,6 +240,9 @@ def _numbered_features(rest: str) -> tuple[str, str | None, int | None, bool, bo
     non-word); after the strip the first marker match is "N." plus every following space (or "N." then
     the end, when nothing else is left), which leaves ``rest``'s stripped body with two marker tries to go.
     """
+    got = _simple(rest, True)
+    if got is not None:
+        return got
     body, _ = _strip_markers(_unemphasize(rest).strip(), 2)
     return _finish(body, True, False)
 
@@ -262,8 +295,13 @@ def _features_of(text: str) -> tuple[str, str | None, int | None, bool, bool, bo
         return _line_features(text)
     dot = text.find(". ", 1, 5)
     if dot > 0 and text[:dot].isdigit() and text[:dot].isascii():
-        return _numbered_features_cached(text[dot + 2 :])
-    return _line_features_cached(text)
+        rest = text[dot + 2 :]
+        return _numbered_get(rest) or _numbered_features_cached(rest)
+    return _line_get(text) or _line_features_cached(text)
+
+
+_numbered_get = _numbered_features_cached.get  # a hit without the _Cache.__call__ frame
+_line_get = _line_features_cached.get
 
 
 def _line(start: int, end: int, text: str) -> _Line:
@@ -290,25 +328,50 @@ def parse_list(completion: str, *, max_items: int | None = None) -> list[ParsedL
     """
     if max_items is not None and max_items <= 0:
         return []
-    spans: list[tuple[int, int, str]] = []  # (start, end, text) of each non-blank line
-    pos = 0
-    for raw in completion.split("\n"):
-        stripped = raw.strip()
-        if stripped:
-            start = pos + (len(raw) - len(raw.lstrip()))
-            spans.append((start, start + len(stripped), stripped))
-        pos += len(raw) + 1
-
-    n, first = len(spans), 0
+    if not completion:
+        return []
+    texts, starts, ends = _spans(completion)
+    n, first = len(texts), 0
     while first < n:  # the preamble: lines before the first rank
-        nxt = _line(*spans[first + 1]) if first + 1 < n else None
-        if not _is_preamble(_line(*spans[first]), nxt):
+        nxt = _line(starts[first + 1], ends[first + 1], texts[first + 1]) if first + 1 < n else None
+        if not _is_preamble(_line(starts[first], ends[first], texts[first]), nxt):
             break
         first += 1
     stop = n if max_items is None else min(n, first + max_items)
-    out: list[ParsedLine] = []
-    for i in range(first, stop):
-        start, end, text = spans[i]
-        feats = _features_of(text)
-        out.append(_new_parsed_line(i - first, start, end, text, feats[1], feats[2]))
-    return out
+    if first or stop < n:
+        texts, starts, ends = texts[first:stop], starts[first:stop], ends[first:stop]
+    feats = list(map(_features_of, texts))
+    return list(
+        map(
+            _new_parsed_line, range(len(texts)), starts, ends, texts, map(_TITLE, feats), map(_YEAR_OF, feats)
+        )
+    )
+
+
+_TITLE, _YEAR_OF = operator.itemgetter(1), operator.itemgetter(2)
+
+
+def _spans(completion: str) -> tuple[list[str], list[int], list[int]]:
+    """(text, start, end) of each non-blank line, stripped: ``completion[start:end] == text``.
+
+    When no line needs stripping and none is blank (the usual list), the lines are
+    ``completion.split("\\n")`` as they are and the spans are running sums of their lengths (C loops:
+    ``str.strip`` returns the very string when there is nothing to strip); otherwise the lines are
+    walked in Python as before. Both give the same spans (tests/catalog/test_fast_paths.py).
+    """
+    raws = completion.split("\n")
+    stripped = list(map(str.strip, raws))
+    if stripped == raws and "" not in raws:
+        lens = list(map(len, raws))
+        ends = list(map(operator.add, itertools.accumulate(lens), range(len(raws))))
+        return raws, list(map(operator.sub, ends, lens)), ends
+    texts, starts, ends = [], [], []
+    pos = 0
+    for raw, text in zip(raws, stripped, strict=True):
+        if text:
+            start = pos + (len(raw) - len(raw.lstrip()))
+            texts.append(text)
+            starts.append(start)
+            ends.append(start + len(text))
+        pos += len(raw) + 1
+    return texts, starts, ends

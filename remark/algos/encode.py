@@ -7,7 +7,11 @@ per-code tables carry one extra *sentinel* column at index ``V`` (= padded code-
 always empty, so a slot with no id (code -1) gathers zeros and no reward function needs a branch.
 
 This is the only place that touches strings; the rewards (``remark.algos.rewards``) are tensor
-gathers and compares on what this module returns. Encoding costs one dictionary look-up per id.
+gathers and compares on what this module returns. Encoding costs one dictionary look-up per id; the
+part of a row's code space that its request fixes (union, responders, seen: the same for a group's G
+rows) is built and checked once per run of rows with equal request columns and copied to each row,
+which then adds its slot ids (issue 13; the same codes and tables as building every row on its own,
+tests/algos/test_encode_requests.py).
 
 Departure from Rank-GRPO: it matched titles per row against the responder's ground truth with a
 decrementing count; here grounding happens first (catalog ids, docs/method.md#parsing-and-grounding) and
@@ -19,6 +23,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -167,47 +172,38 @@ def encode_rows(
 
     item_RK = [[-1] * k for _ in range(n_rows)]
     n_lines: list[int] = []
-    seen_pairs: list[tuple[int, int]] = []
-    count_triples: list[tuple[int, int, int]] = []
-    member_triples: list[tuple[int, int, int]] = []
-    drawn_pairs: list[tuple[int, int]] = []
     n_resp: list[int] = []
     n_codes: list[int] = []
+    # index lists of the tables (row, [responder,] code[, count]), filled per row
+    seen_r: list[int] = []
+    seen_v: list[int] = []
+    count_r: list[int] = []
+    count_v: list[int] = []
+    count_c: list[int] = []
+    member_r: list[int] = []
+    member_n: list[int] = []
+    member_v: list[int] = []
+    drawn_r: list[int] = []
+    drawn_v: list[int] = []
+    key: tuple = ()
+    base: _RequestCodes | None = None
     for r in range(n_rows):
-        codes: dict[Hashable, int] = {}
-        resp_r = responders[r] if responders is not None else None
-        if union is not None:
-            for item in union[r]:
-                codes.setdefault(item, len(codes))
-            if len(codes) != len(union[r]):
-                raise ValueError(f"row {r}: union has repeated ids; it must list distinct ids")
-        if resp_r is not None:
-            for n, items in enumerate(resp_r):
-                for item in items:
-                    if item is None:
-                        raise ValueError(f"row {r}: responder {n} has a None id; keep only grounded ids")
-                    member_triples.append((r, n, codes.setdefault(item, len(codes))))
-            n_resp.append(len(resp_r))
-        else:
-            n_resp.append(0)
-        if union is not None and len(codes) != len(union[r]):
-            raise ValueError(
-                f"row {r}: a responder named an id that is not in the union; the union must hold every responder's ids"
-            )
-        n_union = len(codes)
-        if counts is not None:
-            if len(counts[r]) != len(union[r]):
-                raise ValueError(
-                    f"row {r}: counts has {len(counts[r])} entries for {len(union[r])} union ids"
-                )
-            for v, c in enumerate(counts[r]):
-                if c < 0:
-                    raise ValueError(f"row {r}: negative count {c} for union id {union[r][v]!r}")
-                count_triples.append((r, v, int(c)))
-        elif resp_r is None:
-            count_triples.extend((r, v, 1) for v in range(n_union))
-        if seen is not None:
-            seen_pairs.extend((r, codes.setdefault(item, len(codes))) for item in seen[r] if item is not None)
+        prev, key = key, tuple(None if col is None else col[r] for col in (union, counts, responders, seen))
+        if base is None or not _same_request(key, prev):  # a group's G rows share their request's columns
+            base = _RequestCodes.build(r, *key)
+        codes = base.codes.copy()
+        if base.member_v:
+            member_r += [r] * len(base.member_v)
+            member_n += base.member_n
+            member_v += base.member_v
+        if base.count_v:
+            count_r += [r] * len(base.count_v)
+            count_v += base.count_v
+            count_c += base.count_c
+        if base.seen_v:
+            seen_r += [r] * len(base.seen_v)
+            seen_v += base.seen_v
+        n_resp.append(base.n_resp)
         slots = slot_ids[r]
         n_lines.append(len(slots))
         row = item_RK[r]
@@ -215,12 +211,13 @@ def encode_rows(
             if item is not None:
                 row[j] = codes.setdefault(item, len(codes))
         if responder_index is not None:
-            i = int(responder_index[r])
-            if not 0 <= i < len(resp_r):
-                raise ValueError(f"row {r}: responder_index {i} is out of range for {len(resp_r)} responders")
-            drawn_pairs.extend((r, codes[item]) for item in resp_r[i])
+            drawn = base.drawn(r, int(responder_index[r]))
         elif responder_items is not None:
-            drawn_pairs.extend((r, codes.setdefault(item, len(codes))) for item in responder_items[r])
+            drawn = [codes.setdefault(item, len(codes)) for item in responder_items[r]]
+        else:
+            drawn = []
+        drawn_r += [r] * len(drawn)
+        drawn_v += drawn
         n_codes.append(len(codes))
 
     n_max = max(n_resp, default=0)
@@ -231,12 +228,11 @@ def encode_rows(
             )
         n_max = max_responders
     width = max(n_codes, default=0) + 1  # + sentinel column
-    seen_RV = _bool_table((n_rows, width), seen_pairs)
-    member_RNV = _bool_table((n_rows, n_max, width), member_triples)
+    seen_RV = _bool_table((n_rows, width), seen_r, seen_v)
+    member_RNV = _bool_table((n_rows, n_max, width), member_r, member_n, member_v)
     counts_RV = torch.zeros(n_rows, width, dtype=torch.float32)
-    if count_triples:
-        idx = _int_table(count_triples, 3)
-        counts_RV[idx[:, 0], idx[:, 1]] = idx[:, 2].to(torch.float32)
+    if count_r:
+        counts_RV[_ints(count_r), _ints(count_v)] = _ints(count_c).to(torch.float32)
     elif responders is not None and counts is None:
         counts_RV = member_RNV.to(torch.float32).sum(1)
     if responders is not None and counts is not None:
@@ -259,8 +255,86 @@ def encode_rows(
         n_responders_R=resp_n.to(torch.float32),
         drawn_RV=None
         if responder_index is None and responder_items is None
-        else _bool_table((n_rows, width), drawn_pairs),
+        else _bool_table((n_rows, width), drawn_r, drawn_v),
     )
+
+
+def _same_request(a: tuple, b: tuple) -> bool:
+    """The request columns of two rows are the same objects or equal (then so are their codes)."""
+    if len(a) != len(b):
+        return False
+    try:
+        return all(x is y or bool(x == y) for x, y in zip(a, b, strict=True))
+    except (TypeError, ValueError):  # e.g. arrays: compared as different
+        return False
+
+
+@dataclass
+class _RequestCodes:
+    """The part of a row's code space that its request's columns fix (union, responders, seen), with the
+    table entries they make; rows of one request copy it and add their slot ids."""
+
+    codes: dict[Hashable, int]
+    responders: Sequence[Sequence[Hashable]] | None
+    n_resp: int
+    member_n: list[int]
+    member_v: list[int]
+    count_v: list[int]
+    count_c: list[int]
+    seen_v: list[int]
+    _drawn: dict[int, list[int]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, r: int, union_r: Any, counts_r: Any, resp_r: Any, seen_r: Any) -> _RequestCodes:
+        """Codes of row ``r``'s request columns, checked (errors name row ``r``)."""
+        codes: dict[Hashable, int] = {}
+        if union_r is not None:
+            for item in union_r:
+                codes.setdefault(item, len(codes))
+            if len(codes) != len(union_r):
+                raise ValueError(f"row {r}: union has repeated ids; it must list distinct ids")
+        member_n: list[int] = []
+        member_v: list[int] = []
+        if resp_r is not None:
+            for n, items in enumerate(resp_r):
+                for item in items:
+                    if item is None:
+                        raise ValueError(f"row {r}: responder {n} has a None id; keep only grounded ids")
+                    member_n.append(n)
+                    member_v.append(codes.setdefault(item, len(codes)))
+        if union_r is not None and len(codes) != len(union_r):
+            raise ValueError(
+                f"row {r}: a responder named an id that is not in the union; the union must hold every responder's ids"
+            )
+        n_union = len(codes)
+        count_v: list[int] = []
+        count_c: list[int] = []
+        if counts_r is not None:
+            if len(counts_r) != len(union_r):
+                raise ValueError(f"row {r}: counts has {len(counts_r)} entries for {len(union_r)} union ids")
+            for v, c in enumerate(counts_r):
+                if c < 0:
+                    raise ValueError(f"row {r}: negative count {c} for union id {union_r[v]!r}")
+                count_v.append(v)
+                count_c.append(int(c))
+        elif resp_r is None:
+            count_v, count_c = list(range(n_union)), [1] * n_union
+        seen_v = [] if seen_r is None else [codes.setdefault(i, len(codes)) for i in seen_r if i is not None]
+        n_resp = 0 if resp_r is None else len(resp_r)
+        return cls(codes, resp_r, n_resp, member_n, member_v, count_v, count_c, seen_v)
+
+    def drawn(self, r: int, i: int) -> list[int]:
+        """Codes of responder ``i``'s items (row ``r``'s ``responder_index``; errors name row ``r``)."""
+        got = self._drawn.get(i)
+        if got is None:
+            if not 0 <= i < self.n_resp:
+                raise ValueError(f"row {r}: responder_index {i} is out of range for {self.n_resp} responders")
+            got = self._drawn[i] = [self.codes[item] for item in self.responders[i]]  # type: ignore[index]
+        return got
+
+
+def _ints(values: list[int]) -> torch.Tensor:
+    return torch.from_numpy(np.fromiter(values, dtype=np.int64, count=len(values)))
 
 
 def _int_table(rows: list, width: int) -> torch.Tensor:
@@ -270,11 +344,11 @@ def _int_table(rows: list, width: int) -> torch.Tensor:
     return torch.from_numpy(flat.reshape(len(rows), width))
 
 
-def _bool_table(shape: tuple[int, ...], index: list[tuple[int, ...]]) -> torch.Tensor:
+def _bool_table(shape: tuple[int, ...], *index: list[int]) -> torch.Tensor:
+    """bool ``shape``, True at the positions given by one index list per dimension."""
     out = torch.zeros(shape, dtype=torch.bool)
-    if index:
-        idx = _int_table(index, len(shape))
-        out[tuple(idx.T)] = True
+    if index[0]:
+        out[tuple(_ints(ix) for ix in index)] = True
     return out
 
 

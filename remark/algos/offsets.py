@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +122,9 @@ class TokenOffsetMapper:
     replaced), a row whose tokens each decode to valid UTF-8 on their own (no U+FFFD in any piece) and
     are ordinary vocabulary or skipped special tokens decodes to the concatenation of its pieces, so that
     concatenation is its text and it is not decoded again; every other row is decoded and compared.
+
+    The rows' texts are gathered from one array of the pieces' code points (one ``numpy`` gather, no
+    per-token string join).
     """
 
     def __init__(self, tokenizer: Any) -> None:
@@ -132,8 +134,13 @@ class TokenOffsetMapper:
         self._alone: dict[int, str] = {}
         self._after: dict[int, str | None] = {}
         self._cap = 0  # ids the tables below hold
-        self._table: list[str] = []  # id -> piece after the anchor, cap + id -> piece alone ("" if none)
-        self._after_len = self._alone_len = np.zeros(0, dtype=np.int64)  # -1: unknown or None
+        # every piece's code points end to end (UTF-32), and where each starts: id -> piece after the
+        # anchor, cap + id -> piece alone (-1: not decoded yet); a row's text is one gather from them
+        self._cp_parts: list[np.ndarray] = []
+        self._cp = np.zeros(0, dtype=np.uint32)
+        self._cp_size = 0
+        self._cp_at = np.zeros(0, dtype=np.int64)
+        self._after_len = self._alone_len = np.zeros(0, dtype=np.int64)  # -1: unknown, -2: no piece
         self._after_ok = self._alone_ok = np.zeros(0, dtype=bool)  # piece is its share of any decode
         self._grow(max(len(tokenizer) if hasattr(tokenizer, "__len__") else 0, 1) - 1)
         self._anchor, self._anchor_text = self._pick_anchor()
@@ -161,7 +168,8 @@ class TokenOffsetMapper:
             return
         extra = max(top + 1, 2 * n) - n
         self._cap = n + extra
-        self._table = self._table[:n] + [""] * extra + self._table[n:] + [""] * extra
+        gap = np.full(extra, -1, dtype=np.int64)
+        self._cp_at = np.concatenate([self._cp_at[:n], gap, self._cp_at[n:], gap])
         self._after_len = np.concatenate([self._after_len, np.full(extra, -1, dtype=np.int64)])
         self._alone_len = np.concatenate([self._alone_len, np.full(extra, -1, dtype=np.int64)])
         self._after_ok = np.concatenate([self._after_ok, np.zeros(extra, dtype=bool)])
@@ -173,8 +181,8 @@ class TokenOffsetMapper:
     def _unseen(self, ids: np.ndarray, known: dict) -> list[int]:
         """Distinct ids of ``ids`` that are not keys of ``known``, ascending."""
         table = self._after_len if known is self._after else self._alone_len
-        fresh = ids[table[ids] < 0]  # unknown, or known with no piece (rare): check the dict
-        return [i for i in np.unique(fresh).tolist() if i not in known]
+        fresh = ids[table[ids] == -1]
+        return np.unique(fresh).tolist() if fresh.size else []
 
     def _fill(self, later: np.ndarray, first: np.ndarray) -> None:
         """Decode the pieces of ids not seen before (``later``: after the anchor; ``first``: alone)."""
@@ -185,16 +193,32 @@ class TokenOffsetMapper:
             for i, s in zip(new_after, decoded):
                 piece = s[n:] if s.startswith(self._anchor_text) else None
                 self._after[i] = piece
-                self._table[i] = piece or ""
-                if piece is not None:
+                if piece is None:
+                    self._after_len[i] = -2
+                else:
+                    self._store(i, piece)
                     self._after_len[i] = len(piece)
                     self._after_ok[i] = self._exact_piece(i, piece)
         new_alone = self._unseen(first, self._alone)
         if new_alone:
             for i, s in zip(new_alone, self._decode([[i] for i in new_alone])):
-                self._alone[i] = self._table[self._cap + i] = s
+                self._alone[i] = s
+                self._store(self._cap + i, s)
                 self._alone_len[i] = len(s)
                 self._alone_ok[i] = self._exact_piece(i, s)
+
+    def _store(self, key: int, piece: str) -> None:
+        """Append a piece's code points to the store (``key``: id, or cap + id for a piece alone)."""
+        self._cp_at[key] = self._cp_size
+        if piece:
+            self._cp_parts.append(np.frombuffer(piece.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
+            self._cp_size += len(piece)
+
+    def _code_points(self) -> np.ndarray:
+        if self._cp_parts:
+            self._cp = np.concatenate([self._cp, *self._cp_parts])
+            self._cp_parts = []
+        return self._cp
 
     def __call__(self, completion_ids: Any, completion_mask: Any | None = None) -> TokenOffsets:
         """Offsets for (R, T) ids (tensor with optional mask, or R unpadded lists, as TRL decodes them)."""
@@ -226,12 +250,12 @@ class TokenOffsetMapper:
         exact = np.where(first, self._alone_ok[flat], self._after_ok[flat])
         exact_R = (np.bincount(row_of, weights=~exact, minlength=n_rows) == 0) & has_piece
 
-        # every row's pieces in one join (the first token's piece alone), then one slice per row
-        keys = (flat + first * self._cap).tolist()
-        pieces = (
-            operator.itemgetter(*keys)(self._table) if len(keys) > 1 else tuple(self._table[k] for k in keys)
-        )
-        big = "".join(pieces)
+        # every row's pieces end to end (the first token's piece alone) in one gather of code points,
+        # then one slice per row
+        n_chars = np.maximum(piece_len, 0)
+        src = np.repeat(self._cp_at[flat + first * self._cap] - csum[:-1], n_chars)
+        src += np.arange(len(src), dtype=np.int64)
+        big = self._code_points()[src].tobytes().decode("utf-32-le", "surrogatepass")
         text_bounds = np.stack([csum[row_start], csum[row_start + lengths]], 1).tolist()
         joined = [big[a:b] if ok else None for (a, b), ok in zip(text_bounds, has_piece.tolist())]
         texts = [j if ok else "" for j, ok in zip(joined, exact_R.tolist())]  # type: ignore[misc]

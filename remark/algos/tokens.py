@@ -27,10 +27,18 @@ into the cap (ProtoQA experiment, run 2: one seed of three), hence the filler pe
 
 Per-token character offsets (``TokenOffsetMapper``, ``TokenOffsets``) live in ``remark.algos.offsets``
 (re-exported here).
+
+``token_rank_index`` works on the batch at once (issue 13; the pre-change code is kept in
+``remark.scoring_reference`` and tests/algos/test_token_ranks_fast.py checks equality): line ends by one
+``searchsorted`` over the newlines of the joined texts, ranks only for tokens with characters, and the
+whitespace test only for tokens outside every segment (``str.isspace`` on a few, a cumulative count of
+non-space code points on many).
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -92,63 +100,96 @@ def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets,
         raise ValueError(f"lines has {len(lines)} rows but offsets has {n_rows}")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    text_len = np.array([len(t) for t in offsets.texts], dtype=np.int64)
-    stride = int(text_len.max(initial=0)) + 2
-    seg_row = np.fromiter((r for r, row in enumerate(lines) for _ in row), dtype=np.int64)
-    seg_rank = np.fromiter((ln.rank for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
-    seg_start = np.fromiter((ln.start for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
-    seg_end = np.fromiter((ln.end for row in lines for ln in row), dtype=np.int64, count=len(seg_row))
-    if len(seg_row) and (
+    text_len = np.fromiter(map(len, offsets.texts), dtype=np.int64, count=n_rows)
+    flat = list(itertools.chain.from_iterable(lines))
+    n_seg = len(flat)
+    seg_row = np.repeat(np.arange(n_rows, dtype=np.int64), np.fromiter(map(len, lines), np.int64, n_rows))
+    seg_rank = np.fromiter(map(_RANK, flat), dtype=np.int64, count=n_seg)
+    seg_start = np.fromiter(map(_START, flat), dtype=np.int64, count=n_seg)
+    seg_end = np.fromiter(map(_END, flat), dtype=np.int64, count=n_seg)
+    if n_seg and (
         (seg_start < 0).any() or (seg_end < seg_start).any() or (seg_end > text_len[seg_row]).any()
     ):
         raise ValueError(
             "a line span lies outside its completion text: spans must come from parse_list(text)"
         )
-    # the texts end to end, each padded to ``stride`` with "x" (no newline, no space), as code points
-    padded = "".join(t + "x" * (stride - len(t)) for t in offsets.texts)
-    code_points = np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32)
+    # the texts end to end, one NUL (neither a newline nor a space) between two, as code points; row r
+    # starts at ``row_off[r]``
+    row_off = np.cumsum(text_len + 1) - (text_len + 1)
+    code_points = np.frombuffer("\0".join(offsets.texts).encode("utf-32-le"), dtype=np.uint32)
     newlines = np.flatnonzero(code_points == 10)
 
     def line_stop(rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """One past the newline that ends each line whose content ends at ``ends`` (the text's length if
-        none), for all lines at once: a search in the newline positions of the padded texts."""
-        g = rows * stride + ends
+        none), for all lines at once: a search in the newline positions of the joined texts."""
+        g = row_off[rows] + ends
         i = np.searchsorted(newlines, g, side="left")
         nl = newlines[np.minimum(i, len(newlines) - 1)] if len(newlines) else g
-        inside = (i < len(newlines)) & (nl < rows * stride + text_len[rows])
-        return np.where(inside, nl + 1 - rows * stride, text_len[rows])
+        inside = (i < len(newlines)) & (nl < row_off[rows] + text_len[rows])
+        return np.where(inside, nl + 1 - row_off[rows], text_len[rows])
 
-    ext_end = np.where(seg_rank == k - 1, seg_end, line_stop(seg_row, seg_end))
-    g_start = seg_row * stride + seg_start
-    g_end = seg_row * stride + ext_end
-    if len(g_start) > 1 and ((g_start[1:] < g_end[:-1]) & (seg_row[1:] == seg_row[:-1])).any():
-        raise ValueError("line spans of a row overlap or are out of order: pass parse_list's lines in order")
-    row_off = (np.arange(n_rows, dtype=np.int64) * stride)[:, None]
-    t_start = offsets.start_RT + row_off
-    t_end = offsets.end_RT + row_off
-    j = np.searchsorted(g_end, t_start, side="right")
-    j_safe = np.minimum(j, max(len(g_end) - 1, 0))
-    if len(g_end):
-        hit = (j < len(g_end)) & (g_start[j_safe] < t_end) & (t_end > t_start)
-        rank = np.where(hit, seg_rank[j_safe], -1)
-        holds_last_newline = (
-            hit & (seg_rank[j_safe] == k - 1) & (t_end > (seg_row * stride + seg_end)[j_safe])
-        )
-        rank = np.where(holds_last_newline, -1, rank)
-    else:
-        rank = np.full((n_rows, width), -1, dtype=np.int64)
-    # filler: whitespace-only tokens of no rank (count non-space code points over the concatenated texts)
-    nonspace = np.concatenate([[0], np.cumsum(~_SPACE_TABLE[np.minimum(code_points, len(_SPACE_TABLE) - 1)])])
-    blank = (t_end > t_start) & (nonspace[t_end] == nonspace[t_start])
-    # the whitespace that ends line K is not filler (its newline gets 0, as the merged ")\n" does)
     last = seg_rank == k - 1
+    ext_end = np.where(last, seg_end, line_stop(seg_row, seg_end))
+    g_start = row_off[seg_row] + seg_start
+    g_end = row_off[seg_row] + ext_end
+    if n_seg > 1 and ((g_start[1:] < g_end[:-1]) & (seg_row[1:] == seg_row[:-1])).any():
+        raise ValueError("line spans of a row overlap or are out of order: pass parse_list's lines in order")
+    # only tokens with characters can get a rank or be filler (zero-length tokens and padding get -1)
+    live = offsets.end_RT > offsets.start_RT
+    t_row = np.repeat(np.arange(n_rows, dtype=np.int64), live.sum(1))
+    t_start, t_end = offsets.start_RT[live], offsets.end_RT[live]
+    gs, ge = row_off[t_row] + t_start, row_off[t_row] + t_end
+    if n_seg:
+        j = np.minimum(np.searchsorted(g_end, gs, side="right"), n_seg - 1)
+        hit = (g_end[j] > gs) & (g_start[j] < ge)
+        rank = np.where(hit, seg_rank[j], -1)
+        # a token that overlaps rank K - 1 and runs past its content holds the newline ending line K
+        rank[hit & last[j] & (ge > (row_off[seg_row] + seg_end)[j])] = -1
+    else:
+        rank = np.full(len(t_row), -1, dtype=np.int64)
+    # filler: whitespace-only tokens of no rank (rare: only tokens without a rank are checked)
+    blank = _whitespace_only(
+        np.flatnonzero(rank == -1), t_row, t_start, t_end, offsets.texts, code_points, row_off
+    )
+    # the whitespace that ends line K is not filler (its newline gets 0, as the merged ")\n" does)
     lo = np.full(n_rows, -1, dtype=np.int64)
     hi = np.full(n_rows, -1, dtype=np.int64)
     lo[seg_row[last]] = seg_end[last]
     hi[seg_row[last]] = line_stop(seg_row[last], seg_end[last])
-    ends_k = (offsets.start_RT >= lo[:, None]) & (offsets.end_RT <= hi[:, None])
-    rank = np.where(blank & (rank == -1) & ~ends_k, FILLER, rank)
-    return torch.from_numpy(np.ascontiguousarray(rank, dtype=np.int64))
+    ends_k = (t_start >= lo[t_row]) & (t_end <= hi[t_row])
+    rank[blank & ~ends_k] = FILLER
+    out = np.full((n_rows, width), -1, dtype=np.int64)
+    out[live] = rank
+    return torch.from_numpy(out)
+
+
+_RANK, _START, _END = (operator.attrgetter(name) for name in ("rank", "start", "end"))
+_PYTHON_CHECKS = 4096  # up to this many tokens are checked with str.isspace, more with numpy
+
+
+def _whitespace_only(
+    which: np.ndarray,
+    t_row: np.ndarray,
+    t_start: np.ndarray,
+    t_end: np.ndarray,
+    texts: Sequence[str],
+    code_points: np.ndarray,
+    row_off: np.ndarray,
+) -> np.ndarray:
+    """bool per token: token ``i`` is one of ``which`` and all its characters are whitespace
+    (``str.isspace``). Few tokens (the usual case: only tokens outside every segment are asked about) are
+    checked one by one with ``str.isspace``; many, by counting non-space code points with a cumulative sum
+    over the joined texts (``_SPACE_TABLE`` is ``str.isspace`` per code point): the same answer."""
+    out = np.zeros(len(t_row), dtype=bool)
+    if len(which) <= _PYTHON_CHECKS:
+        spans = zip(t_row[which].tolist(), t_start[which].tolist(), t_end[which].tolist(), strict=True)
+        out[which] = [texts[r][a:b].isspace() for r, a, b in spans]
+        return out
+    nonspace = np.zeros(len(code_points) + 1, dtype=np.int64)
+    np.cumsum(~_SPACE_TABLE[np.minimum(code_points, len(_SPACE_TABLE) - 1)], out=nonspace[1:])
+    gs, ge = row_off[t_row[which]] + t_start[which], row_off[t_row[which]] + t_end[which]
+    out[which] = nonspace[ge] == nonspace[gs]
+    return out
 
 
 @register("segmentation", "newlines", reward_slots="parsed")

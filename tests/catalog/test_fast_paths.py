@@ -216,3 +216,80 @@ def test_a_full_parse_cache_is_emptied_and_answers_stay_the_same(monkeypatch):
     assert 1 <= len(cache) <= 3
     cache.cache_clear()
     assert len(cache) == 0
+
+
+# ---- line spans ------------------------------------------------------------------------------------
+def _stripping_loop(completion: str) -> tuple[list[str], list[int], list[int]]:
+    """The span loop ``parse_list`` used before the shortcut (every line stripped in Python)."""
+    texts, starts, ends, pos = [], [], [], 0
+    for raw in completion.split("\n"):
+        stripped = raw.strip()
+        if stripped:
+            start = pos + (len(raw) - len(raw.lstrip()))
+            texts.append(stripped)
+            starts.append(start)
+            ends.append(start + len(stripped))
+        pos += len(raw) + 1
+    return texts, starts, ends
+
+
+_spaced = st.lists(
+    st.sampled_from(
+        ["a", "1. Heat (1995)", "x y", "\n", "\n", " ", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0"]
+    )
+    | st.sampled_from(["\u2028", "\u3000", "\u200b", "\ufeff", "é"]),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=_spaced)
+def test_the_span_shortcut_equals_the_stripping_loop(text):
+    assert parse._spans(text) == _stripping_loop(text)
+    texts, starts, ends = parse._spans(text)
+    assert all(text[a:b] == t for t, a, b in zip(texts, starts, ends, strict=True))
+
+
+# ---- the one-regex path for "Title (YYYY) ..." lines -------------------------------------------------
+_title_chars = st.sampled_from([*"Abz AB:-!?.,;&", "é", "1", "\u00a0", *"'\"“»*_`~#()[]"])
+_tail_chars = st.sampled_from([*"ab -:,.!?", "é", "(", ")", "[", "(1999)", *"'\"“”«*_`~"])
+_item = st.tuples(
+    st.sampled_from(["", "1. ", "12. ", "1.  ", "- "]),
+    st.lists(_title_chars, max_size=12).map("".join),
+    st.sampled_from([" (1999)", "  (2001)", "(1995)", " [1999]", " (١٩٩٥)", " (1999-2003)", ""]),
+    st.lists(_tail_chars, max_size=12).map("".join),
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(head=st.sampled_from(["", "Heat", "The Thing", "X", "heat"]), item=_item)
+def test_the_simple_item_path_equals_the_general_rules(head, item):
+    n = next((p for p in ("12. ", "1. ") if item.startswith(p)), "")
+    text = (n + head + item[len(n) :]).strip()
+    if not text:
+        return
+    assert parse._line_features(text) == parse._general_features(text)
+    if n and text.startswith(n):  # the "N. " key: rest alone, through the fast path or the general one
+        key = text[len(n) :]
+        body, _ = parse._strip_markers(parse._unemphasize(key).strip(), 2)
+        assert parse._numbered_features(key) == parse._finish(body, True, False)
+
+
+def test_the_simple_item_path_is_taken_on_usual_lines_only():
+    assert parse._simple("Heat (1995) - a heist goes wrong", False) == (
+        "Heat (1995) - a heist goes wrong",
+        "Heat",
+        1995,
+        False,
+        False,
+        False,
+    )
+    for text in [
+        '"Heat" (1995)',
+        "**Heat** (1995)",
+        "Heat [1995]",
+        "1917 (2019)",
+        "Heat (or not) (1995)",
+        "Heat",
+    ]:
+        assert parse._simple(text, False) is None
