@@ -212,8 +212,9 @@ def _general_features(text: str) -> tuple[str, str | None, int | None, bool, boo
 
 
 #: The usual item, "Title (YYYY)" or "Title (YYYY) - blurb": an ASCII letter first, no emphasis mark,
-#: quote, bracket or parenthesis in the title, no ``*_`~`` anywhere (``_simple``).
-_SIMPLE = re.compile(r"([A-Za-z][^*_`~()\[\]\"'“”‘’„«»]*?) \((\d{4})\)[^*_`~]*")
+#: quote, bracket or parenthesis in the title, no ``*_`~`` anywhere (``_simple``). The title is greedy: it
+#: cannot hold "(", so it ends before the first one, and a single-character repeat is sre's fast loop.
+_SIMPLE = re.compile(r"([A-Za-z][^*_`~()\[\]\"'“”‘’„«»]*) \((\d{4})\)[^*_`~]*")
 
 
 def _simple(body: str, marker: bool) -> tuple[str, str | None, int | None, bool, bool, bool] | None:
@@ -226,7 +227,7 @@ def _simple(body: str, marker: bool) -> tuple[str, str | None, int | None, bool,
     the year alone (a quote in the blurb only changes what follows the year); the title is that part
     stripped of ``_TRIM``. ``colon`` is computed as ``_finish`` does (the preamble rule reads it).
     """
-    m = _SIMPLE.fullmatch(body)
+    m = _SIMPLE.fullmatch(body) if " (" in body else None
     if m is None:
         return None
     return body, m.group(1).strip(_TRIM), int(m.group(2)), marker, False, body.rstrip(" *_").endswith(":")
