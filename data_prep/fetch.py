@@ -41,6 +41,11 @@ DATASETS: dict[str, list[Remote]] = {
             _PROTOQA + "data/dev/dev.scraped.jsonl",
             "ed2d094741de9e7eae0091eaeeca8a94104aa49792efdd75bed91d3ab6177576",
         ),
+        Remote(
+            "dev/dev.predictions.human.jsonl",
+            _PROTOQA + "data/dev/dev.predictions.human.jsonl",
+            "e2a50365931700e0fe718a73cbb82971e1d5957ea6b0d0d38db954e92bfa0b2b",
+        ),
         Remote("train/train.jsonl", _PROTOQA + "data/train/train.jsonl", None),
         Remote(
             "test/test.questions.jsonl",

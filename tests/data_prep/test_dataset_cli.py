@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -160,3 +162,23 @@ def test_protoqa_urls_are_pinned_to_the_recorded_commit():
     for remote in DATASETS["protoqa"]:
         assert remote.url.startswith("https://raw.githubusercontent.com/iesl/protoqa-data/c6c5696c")
     assert {r.dest for r in DATASETS["protoqa"]} >= {"dev/dev.crowdsourced.jsonl", "dev/dev.scraped.jsonl"}
+
+
+def test_fetch_protoqa_holds_every_file_the_readme_reads():
+    """The README's ProtoQA session reads data/protoqa/<file>: `remark data fetch protoqa` must write each."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    read = set(re.findall(r"data/protoqa/([\w./-]+\.jsonl)", readme))
+    assert "dev/dev.predictions.human.jsonl" in read  # the session scores the human predictions
+    assert read <= {r.dest for r in DATASETS["protoqa"]}
+
+
+def test_fetch_sha256_matches_the_shared_copy():
+    from tests.conftest import shared_data_dir
+
+    root = shared_data_dir()
+    if root is None or not (root / "protoqa").is_dir():
+        pytest.skip("no shared ProtoQA copy (set REMARK_DATA_DIR to the data folder)")
+    for remote in DATASETS["protoqa"]:
+        local = root / "protoqa" / remote.dest
+        if remote.sha256 is not None and local.is_file():
+            assert hashlib.sha256(local.read_bytes()).hexdigest() == remote.sha256, remote.dest
