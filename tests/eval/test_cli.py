@@ -293,3 +293,14 @@ def test_the_completion_cap_follows_k_and_a_small_one_is_warned_about(
     gen = json.loads((out / "metrics.json").read_text())["generation"]
     assert caps == [32, 12] and gen["max_new_tokens"] == 12 and gen["max_new_tokens_default"] is False
     assert gen["notes"][0].startswith(expected)
+
+
+def test_steps_text_says_never_when_some_resamples_never_reach(tmp_path, capsys):
+    base = write_run(tmp_path / "base", {0: [0.0, 0.0, 0.0, 0.0], 200: [0.2, 0.2, 0.2, 0.2]})
+    # the mean reaches 0.2 at step 100, but resamples of the last two requests never do
+    run = write_run(tmp_path / "run", {0: [0.0, 0.0, 0.0, 0.0], 100: [0.4, 0.4, 0.0, 0.0]})
+    argv = ["eval", "steps", "--run", str(run), "--baseline", str(base), "--metric", KEY, *CI]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "run reaches it at step 100 = 50.0% of 200 [" in out and "never, in some resamples]" in out
+    assert "inf%" not in out

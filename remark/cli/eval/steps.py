@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from remark.cli.eval.flags import bootstrap_config
 
@@ -24,9 +25,13 @@ def run_steps(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res, indent=2))
     else:
+
+        def share(x: float | None) -> str:  # an upper end past the run (None or inf in the result)
+            return "never, in some resamples" if x is None or not math.isfinite(x) else f"{x:.1%}"
+
         reached = (
             f"step {res['step']:.0f} = {res['fraction']:.1%} of {res['baseline_step']} "
-            f"[{res['ci_low']:.1%}, {res['ci_high']:.1%}]"
+            f"[{share(res['ci_low'])}, {share(res['ci_high'])}]"
             if res["reached"]
             else "not reached"
         )
