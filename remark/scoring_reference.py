@@ -14,11 +14,12 @@ speed-ups (main at c9c2260, after the rank_step refactor), with that code, stage
   line, whitespace by ``np.isin``);
 - end tokens: ``remark.algos.end_token_index`` (a Python loop over every token).
 
-Shared with the new path, because issue 13 did not change them: the parser's title/year rules
+Shared with the new path (so the bench times them on both sides alike): the parser's title/year rules
 (``catalog.parse._title_year``), the matcher's rules and index, ``normalize_title`` (its accent strip is
 now a table lookup, checked equal on every code point by tests/catalog/test_fast_paths.py),
-``encode_rows``, ``rewards_RNK``, ``newline_rank_index`` (Rank-GRPO's segmentation),
-``hashed_responder_index``.
+``encode_rows`` (made cheaper in place by issue 13, with the same tables:
+tests/algos/test_encode_requests.py), ``rewards_RNK``, ``newline_rank_index`` (Rank-GRPO's
+segmentation), ``hashed_responder_index``.
 
 tests/remark/test_scoring_equivalence.py asserts that the new path gives identical texts, lines, slot
 ids, rewards, token ranks and end indices; bench/scoring.py times the two side by side.
