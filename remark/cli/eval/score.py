@@ -7,9 +7,24 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from remark.cli.eval.flags import bootstrap_config, emit, filter_names, grounding_notes
 from remark.cli.grounding import requested_grounding
+
+
+def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What `eval score` and `eval run` pass alike: grounding from the flags, cut-offs, metrics, views, CIs."""
+    return {
+        "grounding": requested_grounding(args),
+        "grounding_by": "command-line flags",
+        "ks": args.k,
+        "metrics": args.metrics,
+        "compact": args.compact,
+        "filters": filter_names(args.filters),
+        "views": args.views,
+        "config": bootstrap_config(args),
+    }
 
 
 def score_file(args: argparse.Namespace, predictions: Path, data: Path):
@@ -20,14 +35,7 @@ def score_file(args: argparse.Namespace, predictions: Path, data: Path):
         load_dataset(data),
         read_predictions(predictions),
         split=args.split,
-        grounding=requested_grounding(args),
-        grounding_by="command-line flags",
-        ks=args.k,
-        metrics=args.metrics,
-        compact=args.compact,
-        filters=filter_names(args.filters),
-        views=args.views,
-        config=bootstrap_config(args),
+        **scoring_options(args),
         on_unknown=getattr(args, "on_unknown", "error"),
         on_missing=getattr(args, "on_missing", "error"),
         on_other_split=getattr(args, "on_other_split", "error"),
@@ -77,14 +85,7 @@ def run_run(args: argparse.Namespace) -> int:
         args.out,
         split=args.split,
         generation=gen,
-        grounding=requested_grounding(args),
-        grounding_by="command-line flags",
-        ks=args.k,
-        metrics=args.metrics,
-        compact=args.compact,
-        filters=filter_names(args.filters),
-        views=args.views,
-        config=bootstrap_config(args),
+        **scoring_options(args),
         limit=args.limit,
         force=args.force,
         adapter=AdapterLoad(base=args.base_model, merge=args.merge_adapter),
