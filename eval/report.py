@@ -109,8 +109,8 @@ def compare_markdown(diff: Mapping[str, Any], *, name_a: str = "A", name_b: str 
     return "\n".join(lines) + "\n"
 
 
-def _save(fig: Any, path: str | Path) -> Path:
-    with atomic_write(path) as tmp:
+def _save(fig: Any, path: str | Path, inputs: Sequence[str | Path] = ()) -> Path:
+    with atomic_write(path, inputs=inputs) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     return Path(path)
 
@@ -147,8 +147,12 @@ def plot_curves(
     *,
     reach: Mapping[str, Any] | None = None,
     title: str = "",
+    inputs: Sequence[str | Path] = (),
 ) -> Path:
-    """PNG: validation curves with CI bands (one line per run); optionally the steps-to-reach target."""
+    """PNG: validation curves with CI bands (one line per run); optionally the steps-to-reach target.
+
+    ``inputs`` (the run folders read): ``path`` equal to one of them or inside one is refused (InputError).
+    """
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.0))
@@ -175,4 +179,4 @@ def plot_curves(
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title)
-    return _save(fig, path)
+    return _save(fig, path, inputs)

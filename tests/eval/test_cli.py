@@ -304,3 +304,15 @@ def test_steps_text_says_never_when_some_resamples_never_reach(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "run reaches it at step 100 = 50.0% of 200 [" in out and "never, in some resamples]" in out
     assert "inf%" not in out
+
+
+def test_curves_and_steps_plots_refuse_to_write_over_an_input(tmp_path, capsys):
+    base = write_run(tmp_path / "base", {0: [0.0, 0.0, 0.0, 0.0], 200: [0.2, 0.2, 0.2, 0.2]})
+    run = write_run(tmp_path / "run", {0: [0.0, 0.0, 0.0, 0.0], 100: [0.4, 0.4, 0.0, 0.0]})
+    log = run / "eval_log.jsonl"
+    before = log.read_bytes()
+    assert main(["eval", "curves", str(run), str(base), "--metric", KEY, "--out", str(log), *CI]) == 2
+    steps = ["eval", "steps", "--run", str(run), "--baseline", str(base), "--metric", KEY, *CI]
+    assert main([*steps, "--plot", str(base / "eval_log.jsonl")]) == 2
+    assert log.read_bytes() == before and (base / "eval_log.jsonl").read_bytes()[:1] == b"{"
+    assert "eval_log.jsonl" in capsys.readouterr().err

@@ -21,7 +21,7 @@ def run_steps(args: argparse.Namespace) -> int:
     res["runs"] = {"run": str(run), "baseline": str(base)}
     if args.plot is not None:
         curves = [validation_curve(d, key, config=cfg) for d in (run, base)]
-        plot_curves(curves, args.plot, reach=res)
+        plot_curves(curves, args.plot, reach=res, inputs=[args.run, args.baseline])
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -48,5 +48,5 @@ def run_curves(args: argparse.Namespace) -> int:
 
     resolved = resolve_metric(args.runs, args.metric)
     curves = [validation_curve(d, key, x=args.x, config=bootstrap_config(args)) for d, key in resolved]
-    print(f"wrote {plot_curves(curves, args.out)}")
+    print(f"wrote {plot_curves(curves, args.out, inputs=args.runs)}")
     return 0
