@@ -23,6 +23,7 @@ from remark.config import RemarkGRPOConfig
 from remark.scoring import RankScorer
 from remark.train import run_training
 from tests.remark.conftest import HAND_REQUESTS, scripted_rollout, write_hand_dataset
+from tests.remark.run_fields import tiny_run_fields
 
 pytestmark = pytest.mark.slow
 
@@ -90,33 +91,19 @@ def scripted(monkeypatch):
 
 
 def train_config(tmp_path, data_dir, model_dir, **grounding):
-    return RemarkGRPOConfig(
-        output_dir=str(tmp_path / "run"),
+    fields = tiny_run_fields(
+        tmp_path / "run",
         data_dir=str(data_dir),
         model_name_or_path=str(model_dir),
         train_split="train",
         valid_split="train",
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=24,
         max_steps=1,
         learning_rate=1e-3,
-        loss_type="bnpo",
-        scale_rewards="group",
-        beta=0.0,
-        num_ranks=3,
-        seed=7,
-        data_seed=7,
-        logging_steps=1,
-        save_strategy="no",
-        disable_tqdm=True,
         validation_steps=1,
         validation_metric="eval/recall@3/union",
-        **grounding,
     )
+    del fields["match_mode"]  # the grounding comes from the dataset unless a test asks for it
+    return RemarkGRPOConfig(**fields, **grounding)
 
 
 def eval_run(tmp_path, data_dir, model_dir, name, *flags):

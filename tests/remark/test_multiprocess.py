@@ -29,7 +29,8 @@ def collect(out: Path) -> dict[tuple[str, int], list[list[float]]]:
     return {k: sorted(v) for k, v in rows.items()}
 
 
-def test_two_processes_match_one(hand_model_dir, tmp_path):
+def run_one_and_two(hand_model_dir, tmp_path, *worker_args: str) -> tuple[Path, Path]:
+    """The worker once as one process (12 rows) and once as two torchrun processes (6 rows each)."""
     # accelerate's launcher needs MPI for several CPU processes; torchrun (torch's own) does not.
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent))
     if torchrun is None:
@@ -48,8 +49,14 @@ def test_two_processes_match_one(hand_model_dir, tmp_path):
         str(hand_model_dir),
         str(two),
         "6",
+        *worker_args,
     ]
     subprocess.run(cmd, check=True, env=env, cwd=REPO, timeout=600)
+    return one, two
+
+
+def test_two_processes_match_one(hand_model_dir, tmp_path):
+    one, two = run_one_and_two(hand_model_dir, tmp_path)
     single, double = collect(one), collect(two)
     assert len(list(two.glob("adv_*.json"))) == 2
     assert sum(len(v) for v in single.values()) == 12
