@@ -5,15 +5,60 @@ Public names (docs/architecture.md, "catalog/"): :class:`Catalog`, :func:`load_c
 :func:`parse_line`, :class:`Matcher`, :class:`GroundingSettings`, :class:`Match`, :func:`tolerance_groups` (Rank-GRPO's year-tolerant
 title equivalence), :class:`InputError`, and the atomic output
 helpers :func:`atomic_write`, :func:`atomic_dir` with :func:`read_table`.
+
+The names are imported on first use (PEP 562 ``__getattr__``), not here: ``from catalog.errors import
+InputError`` (every CLI module) then loads neither polars, numpy nor rapidfuzz, so ``remark --help`` stays
+light.
 """
 
-from catalog.equivalence import tolerance_groups
-from catalog.errors import InputError
-from catalog.io import atomic_dir, atomic_write, read_table
-from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD, GroundingSettings, Match, Matcher
-from catalog.normalize import normalize_title, split_title_year
-from catalog.parse import ParsedLine, parse_line, parse_list
-from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> the module that defines it
+_SOURCES: dict[str, str] = {
+    "tolerance_groups": "catalog.equivalence",
+    "InputError": "catalog.errors",
+    "atomic_dir": "catalog.io",
+    "atomic_write": "catalog.io",
+    "read_table": "catalog.io",
+    "DEFAULT_SCORER": "catalog.match",
+    "DEFAULT_THRESHOLD": "catalog.match",
+    "GroundingSettings": "catalog.match",
+    "Match": "catalog.match",
+    "Matcher": "catalog.match",
+    "normalize_title": "catalog.normalize",
+    "split_title_year": "catalog.normalize",
+    "ParsedLine": "catalog.parse",
+    "parse_line": "catalog.parse",
+    "parse_list": "catalog.parse",
+    "CATALOG_SCHEMA": "catalog.table",
+    "Catalog": "catalog.table",
+    "load_catalog": "catalog.table",
+}
+
+if TYPE_CHECKING:
+    from catalog.equivalence import tolerance_groups
+    from catalog.errors import InputError
+    from catalog.io import atomic_dir, atomic_write, read_table
+    from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD, GroundingSettings, Match, Matcher
+    from catalog.normalize import normalize_title, split_title_year
+    from catalog.parse import ParsedLine, parse_line, parse_list
+    from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'catalog' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SOURCES})
+
 
 __all__ = [
     "CATALOG_SCHEMA",

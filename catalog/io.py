@@ -37,11 +37,13 @@ import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from catalog.errors import InputError
 from catalog.text import decode_utf8
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "OUTPUT_MARKER",
@@ -361,6 +363,8 @@ def read_table(
     ``format`` overrides the extension ("csv", "tsv", "parquet", "json", "jsonl"). With
     ``infer_schema=False`` CSV columns are read as strings (ids with leading zeros, years to validate).
     """
+    import polars as pl  # here, not at the top: the atomic writers must not load polars (remark --help)
+
     p = Path(path)
     if not p.is_file():
         raise InputError("file not found", path=p, hint="check the path")

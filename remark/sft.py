@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from catalog.errors import InputError
-from data_prep.dataset import PooledDataset
-from remark.checkpoint import SafeCheckpointMixin
-from remark.data import prompt_messages
+
+if TYPE_CHECKING:  # the rest is imported where it is used: remark sft --help reads TARGETS from here
+    import numpy as np
+
+    from data_prep.dataset import PooledDataset
 
 Targets = Literal["union", "responder", "noisy"]
 TARGETS: tuple[str, ...] = ("union", "responder", "noisy")
@@ -49,6 +49,8 @@ class SFTSettings:
 def _pad_list(
     items: list[str], pool: np.ndarray, weights: np.ndarray, k: int, banned: set[str], rng
 ) -> list[str]:
+    import numpy as np
+
     out = [x for x in dict.fromkeys(items) if x not in banned][:k]
     taken = set(out) | banned
     if len(out) < k:
@@ -63,6 +65,10 @@ def _pad_list(
 
 def sft_examples(ds: PooledDataset, settings: SFTSettings, *, split: str = "train") -> list[dict[str, Any]]:
     """Conversational prompt-completion examples for ``SFTTrainer`` (``copies`` draws per request)."""
+    import numpy as np
+
+    from remark.data import prompt_messages
+
     if settings.targets not in TARGETS:
         raise InputError(f"unknown targets {settings.targets!r}", field="targets", hint=f"one of {TARGETS}")
     if not 0.0 <= settings.hit_prob <= 1.0:
@@ -130,6 +136,7 @@ def run_sft(
     from trl import SFTConfig, SFTTrainer
 
     from eval.adapters import is_adapter_dir, load_causal_lm, load_tokenizer, merge_adapter
+    from remark.checkpoint import SafeCheckpointMixin
 
     class RemarkSFTTrainer(SafeCheckpointMixin, SFTTrainer):
         pass

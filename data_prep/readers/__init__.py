@@ -15,6 +15,7 @@ from data_prep.readers.reddit import read_reddit
 from data_prep.readers.redial import read_redial
 from data_prep.readers.threads import read_threads
 from data_prep.schema import Report, Threads
+from data_prep.sources import SOURCES
 
 __all__ = [
     "SOURCES",
@@ -26,19 +27,6 @@ __all__ = [
     "read_source",
     "read_threads",
 ]
-
-#: source name -> (domain, what it reads)
-SOURCES: dict[str, tuple[str, str]] = {
-    "protoqa": ("answer", "ProtoQA answer files (crowdsourced or scraped), iesl/protoqa-data"),
-    "reddit": ("movie", "Rank-GRPO's processed Reddit-v2 rows (JSON lines or parquet)"),
-    "reddit-books": ("book", "Reddit-Books rows in Rank-GRPO's shape"),
-    "reddit-music": ("music", "Reddit-Music rows in Rank-GRPO's shape"),
-    "redial": ("movie", "ReDial conversations (test_data.jsonl)"),
-    "threads": (
-        "movie",
-        "a generic threads file: request_id, prompt, responder_id, title, year[, seen, split]",
-    ),
-}
 
 
 def read_source(

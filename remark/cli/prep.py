@@ -26,7 +26,7 @@ SPLIT_PREFIXES = ("train", "valid", "test", "val", "validation", "dev")
 
 
 def add_parser(subparsers) -> None:
-    from data_prep.readers import SOURCES
+    from data_prep.sources import SOURCES
 
     p = subparsers.add_parser(
         "prep",

@@ -48,11 +48,46 @@ Modules: ``settings`` (``DemoSettings``, ``default_settings``), ``threads`` (fix
 (``run_demo``).
 """
 
-from remark.demo.pipeline import run_demo
-from remark.demo.report import report_markdown
-from remark.demo.runs import rl_fields
-from remark.demo.settings import DATA_CHOICES, METHODS, DemoSettings, default_settings, settings_from_dict
-from remark.demo.stages import find_protoqa, prepare_protoqa, prepare_synthetic
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> the module that defines it (imported on first use, PEP 562: ``remark demo --help``
+#: reads ``DATA_CHOICES`` without loading the pipeline's torch and transformers)
+_SOURCES: dict[str, str] = {
+    "run_demo": "remark.demo.pipeline",
+    "report_markdown": "remark.demo.report",
+    "rl_fields": "remark.demo.runs",
+    "DATA_CHOICES": "remark.demo.settings",
+    "METHODS": "remark.demo.settings",
+    "DemoSettings": "remark.demo.settings",
+    "default_settings": "remark.demo.settings",
+    "settings_from_dict": "remark.demo.settings",
+    "find_protoqa": "remark.demo.stages",
+    "prepare_protoqa": "remark.demo.stages",
+    "prepare_synthetic": "remark.demo.stages",
+}
+
+if TYPE_CHECKING:
+    from remark.demo.pipeline import run_demo
+    from remark.demo.report import report_markdown
+    from remark.demo.runs import rl_fields
+    from remark.demo.settings import DATA_CHOICES, METHODS, DemoSettings, default_settings, settings_from_dict
+    from remark.demo.stages import find_protoqa, prepare_protoqa, prepare_synthetic
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'remark.demo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SOURCES})
+
 
 __all__ = [
     "DATA_CHOICES",
