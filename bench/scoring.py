@@ -66,11 +66,10 @@ STAGES = ("decode_offsets", "parse", "ground", "rewards", "token_ranks")
 
 def clear_process_caches() -> None:
     """Empty the per-process caches both paths share or the new path keeps (what "cold" means)."""
-    from catalog import normalize, parse
+    from catalog import lists, normalize
 
     normalize.normalize_title.cache_clear()
-    for cache in (parse._line_features_cached, parse._numbered_features_cached, parse._title_year_cached):
-        cache.cache_clear()
+    lists.clear_caches()
 
 
 def assert_identical(new: ScoredRows, ref: ScoredRows, where: str) -> None:

@@ -14,6 +14,7 @@ line of every list of a batch. :func:`ground_ids` gives exactly the ids ``ground
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,37 +43,41 @@ _CHUNK = 1024  # queries per cdist call
 
 @dataclass(frozen=True)
 class _Candidates:
-    """The fuzzy rule's candidate entries for one query year, in tie-break order."""
+    """The fuzzy rule's candidate entries for one query year, in tie-break order, and the same
+    candidates ordered by key length (``by_len``: positions into ``entries``, stable)."""
 
     entries: np.ndarray
     keys: list[str]
-    min_len: int
-    max_len: int
+    by_len: np.ndarray  # int64 positions, key length ascending (ties in tie-break order)
+    sorted_keys: list[str]  # keys[by_len]
+    sorted_lens: list[int]  # len(sorted_keys)
 
 
-def _length_can_reach(length: int, cands: _Candidates, threshold: float) -> bool:
-    """False when 200 min(L, l) / (L + l) < threshold for every candidate key length l (L = ``length``):
-    the bound rises with l up to L and falls after it, so a key longer than the longest candidate is
-    bounded by the longest, one shorter than the shortest by the shortest; anything between may reach."""
-    if length > cands.max_len:
-        return 200.0 * cands.max_len / (length + cands.max_len) >= threshold - _CUTOFF_SLACK
-    if length < cands.min_len:
-        return 200.0 * length / (length + cands.min_len) >= threshold - _CUTOFF_SLACK
-    return True
+def _length_band(lo: int, hi: int, threshold: float) -> tuple[float, float]:
+    """(shortest, longest) candidate key length l for which 200 min(L, l) / (L + l) can reach the
+    threshold t for some query key length L in [lo, hi]: t L / (200 - t) <= l <= L (200 - t) / t, the
+    bound of ``ratio`` and ``token_sort_ratio`` (see :func:`fuzzy_ids`); t is taken ``_CUTOFF_SLACK``
+    low, and the band is widened by a hair, so that rounding can only let more candidates in."""
+    t = threshold - _CUTOFF_SLACK
+    if t <= 0:
+        return 0.0, float("inf")
+    return t * lo / (200.0 - t) - 1e-6, hi * (200.0 - t) / t + 1e-6
 
 
 def ground_ids(matcher: Matcher, queries: list[Query]) -> list[str | None]:
     """The item id ``matcher.ground_many`` gives each query (None without a title or a match).
 
-    Distinct queries are looked up in the id cache in one ``map``; only the misses go through the rules
-    (and, when no rule decides, the fuzzy rule), and only their answers are added to the cache.
+    Every query is looked up in the id cache in one ``map``; only the distinct misses go through the
+    rules (and, when no rule decides, the fuzzy rule), and only their answers are added to the cache.
     """
     ids, matches = matcher._id_cache, matcher._cache
-    distinct = list(dict.fromkeys(queries))
-    found = dict(zip(distinct, map(ids.get, distinct, itertools.repeat(_MISSING)), strict=True))
+    got = list(map(ids.get, queries, itertools.repeat(_MISSING)))
+    if _MISSING not in got:
+        return got
+    found: dict[Query, str | None] = {}
     new: dict[Query, str | None] = {}
     todo: list[tuple[str, int | None]] = []
-    for q in [q for q, v in found.items() if v is _MISSING]:
+    for q in dict.fromkeys(q for q, v in zip(queries, got, strict=True) if v is _MISSING):
         if q[0] is None:
             found[q] = None
             continue
@@ -87,7 +92,7 @@ def ground_ids(matcher: Matcher, queries: list[Query]) -> list[str | None]:
         new.update(fuzzy)
     if new:
         matcher._remember(new, ids)
-    return list(map(found.__getitem__, queries))
+    return [found[q] if v is _MISSING else v for q, v in zip(queries, got, strict=True)]
 
 
 _MISSING = object()
@@ -100,17 +105,35 @@ def year_candidates(matcher: Matcher, year: int | None) -> _Candidates:
         ix = matcher.index
         cand = ix.candidates(year, matcher.year_tolerance)
         cand = cand[ix.entry_len[cand] >= matcher.min_fuzzy_len]
-        lengths = ix.entry_len[cand]
-        got = _Candidates(
-            cand,
-            matcher._keys[cand].tolist(),
-            int(lengths.min()) if cand.size else 0,
-            int(lengths.max()) if cand.size else 0,
-        )
+        keys = matcher._keys[cand].tolist()
+        by_len = np.argsort(np.fromiter(map(len, keys), dtype=np.int64, count=len(keys)), kind="stable")
+        sorted_keys = [keys[i] for i in by_len.tolist()]
+        got = _Candidates(cand, keys, by_len, sorted_keys, list(map(len, sorted_keys)))
         if len(matcher._candidates) >= 4096:
             matcher._candidates.clear()
         matcher._candidates[year] = got
     return got
+
+
+def _length_slices(
+    idx: list[int], keys: list[str], cands: _Candidates, threshold: float
+) -> list[tuple[list[int], int, int]]:
+    """(queries, a, b) per ``cdist`` call for one year's queries under a length-bounded scorer: up to
+    ``_CHUNK`` queries per call, scored against ``sorted_keys[a:b]``, the candidates within
+    :func:`_length_band` of the shortest and longest query key (a call with none is dropped: none of
+    its pairs could reach the threshold). Cutting one year's queries into narrower length buckets, one
+    call each, was slower (bench/RESULTS.md: rapidfuzz's cost per call and per choice outweighs the
+    pairs it saves)."""
+    out = []
+    for lo in range(0, len(idx), _CHUNK):
+        part = idx[lo : lo + _CHUNK]
+        lens = [len(keys[i]) for i in part]
+        band_lo, band_hi = _length_band(min(lens), max(lens), threshold)
+        a = bisect.bisect_left(cands.sorted_lens, band_lo)  # a list: no array cast per float search
+        b = bisect.bisect_right(cands.sorted_lens, band_hi)
+        if a < b:
+            out.append((part, a, b))
+    return out
 
 
 def fuzzy_ids(
@@ -125,11 +148,13 @@ def fuzzy_ids(
       and the choice (highest score, then the candidate first in tie-break order, which is what
       ``argmax`` took) run once on those pairs for all year groups together. Every pair at or above
       the threshold keeps its exact score, so the best one, if it is accepted, is the same pair.
-    - For ``ratio`` and ``token_sort_ratio``, a query is not scored when its key length cannot reach
-      the threshold against the shortest and longest candidate keys: ratio(a, b) =
-      100 (1 - indel / (|a| + |b|)) with indel >= ||a| - |b||, so ratio <= 200 min(|a|, |b|) /
-      (|a| + |b|) (normalised keys have single spaces, so sorting their tokens keeps their length).
-      A long unparsable line (random tokens) is then never scored against the catalog.
+    - For ``ratio`` and ``token_sort_ratio``, a year's queries are scored only against the candidates
+      whose key length can reach the threshold against one of theirs (:func:`_length_slices`):
+      ratio(a, b) = 100 (1 - indel / (|a| + |b|)) with indel >= ||a| - |b||, so ratio <=
+      200 min(|a|, |b|) / (|a| + |b|) (normalised keys have single spaces, so sorting their tokens keeps
+      their length). A long unparsable line (random tokens) is then never scored against the catalog.
+      The candidates of a year are kept sorted by key length, and each hit is mapped back to its
+      position in tie-break order (``by_len``), so the choice below sees the same pairs.
     """
     ix = matcher.index
     scorer = SCORERS[matcher.scorer]
@@ -144,24 +169,28 @@ def fuzzy_ids(
         if cands.entries.size == 0:
             continue
         if matcher.scorer in _LENGTH_BOUNDED:
-            idx = [i for i in idx if _length_can_reach(len(keys[i]), cands, matcher.threshold)]
-            if not idx:
-                continue
-        for lo in range(0, len(idx), _CHUNK):
-            part = idx[lo : lo + _CHUNK]
+            calls = _length_slices(idx, keys, cands, matcher.threshold)
+        else:
+            calls = [(idx[lo : lo + _CHUNK], 0, len(cands.keys)) for lo in range(0, len(idx), _CHUNK)]
+        for part, a, b in calls:
+            choices = cands.sorted_keys[a:b] if matcher.scorer in _LENGTH_BOUNDED else cands.keys
             scores = process.cdist(
                 [keys[i] for i in part],
-                cands.keys,
+                choices,
                 scorer=scorer,
                 dtype=np.float64,
                 workers=matcher.workers,
                 score_cutoff=cutoff,
             )
-            r, c = np.nonzero(scores)
+            flat = np.flatnonzero(scores != 0)  # a boolean's nonzero: ~6x faster than the float's
+            if not flat.size:
+                continue
+            r, c = np.divmod(flat, scores.shape[1])
+            pos = cands.by_len[a + c] if matcher.scorer in _LENGTH_BOUNDED else c
             hit_q.append(np.asarray(part, dtype=np.int64)[r])
-            hit_pos.append(c)
+            hit_pos.append(pos)
             hit_score.append(scores[r, c])
-            hit_entry.append(cands.entries[c])
+            hit_entry.append(cands.entries[pos])
     out: dict[tuple[str, int | None], str | None] = dict.fromkeys(queries)
     if not hit_q:
         return out

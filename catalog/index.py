@@ -25,6 +25,7 @@ _ROMAN = {"ii": 2, "iii": 3, "iv": 4, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "xi
 _NUMBER = re.compile(r"\d+|\b(?:" + "|".join(sorted(_ROMAN, key=len, reverse=True)) + r")\b")
 # Where a subtitle starts: ": ", " - ", " – ", " — ", " (" in the raw title.
 _SUBTITLE = re.compile(r"\s*:\s+|\s+[-–—]\s+|\s+\(")
+_NO_SUBTITLE = frozenset(":-–—(")
 _PARENS = re.compile(r"\([^()]*\)")
 _QUOTE_PAIRS = (('"', '"'), ("'", "'"))
 _ARTICLE = re.compile(r"^(?:the|a|an) (?=.)")
@@ -66,6 +67,8 @@ def subtitle_heads(title: str) -> list[str]:
     >>> subtitle_heads("Mission: Impossible - Fallout")
     ['mission impossible', 'mission']
     """
+    if _NO_SUBTITLE.isdisjoint(title):  # every ``_SUBTITLE`` alternative holds one of these
+        return []
     full = normalize_title(title)
     heads = []
     for m in reversed(list(_SUBTITLE.finditer(title))):

@@ -59,6 +59,7 @@ from rapidfuzz import fuzz, process
 from catalog.errors import InputError
 from catalog.ground_ids import ground_ids
 from catalog.index import CatalogIndex, bare_key, number_signature, plural_key, raw_key, subtitle_heads
+from catalog.lists import ParsedLists
 from catalog.normalize import normalize_title
 from catalog.parse import ParsedLine
 from catalog.settings import (
@@ -202,16 +203,22 @@ class Matcher:
         :class:`Match` cache (which is read, not written), and the fuzzy rule (``catalog.ground_ids.fuzzy_ids``) scores
         with a score cutoff and skips queries whose length cannot reach the threshold.
         """
+        if isinstance(rows, ParsedLists):  # columns already: no ParsedLine is built or read
+            return rows.split(self.ground_titles(rows.titles, rows.years))
         flat = list(itertools.chain.from_iterable(rows))
-        years = list(map(_YEAR, flat))
-        if not set(map(type, years)) <= _PLAIN_YEARS:  # e.g. numpy ints: as ground_many, int(year)
-            years = [None if y is None else int(y) for y in years]
-        ids = ground_ids(self, list(zip(map(_TITLE, flat), years, strict=True)))
+        ids = self.ground_titles(list(map(_TITLE, flat)), list(map(_YEAR, flat)))
         out, pos = [], 0
         for row in rows:
             out.append(ids[pos : pos + len(row)])
             pos += len(row)
         return out
+
+    def ground_titles(self, titles: Sequence[str | None], years: Sequence[int | None]) -> list[str | None]:
+        """The id :meth:`ground_lines` gives each (title, year) pair (None: no title or no match)."""
+        years = list(years)
+        if not set(map(type, years)) <= _PLAIN_YEARS:  # e.g. numpy ints: as ground_many, int(year)
+            years = [None if y is None else int(y) for y in years]
+        return ground_ids(self, list(zip(titles, years, strict=True)))
 
     def clear_cache(self) -> None:
         self._cache.clear()

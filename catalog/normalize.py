@@ -82,13 +82,21 @@ def normalize_title(s: str) -> str:
         return ""
     t = unicodedata.normalize("NFKC", s)
     t = _strip_accents(t).casefold()
-    m = _TRAILING_ARTICLE.match(t)
+    m = _TRAILING_ARTICLE.match(t) if "," in t else None  # the pattern needs a comma
     if m:
         t = f"{m.group('art')} {m.group('body')}"
     t = t.replace("&", " and ")
     t = _DELETE.sub("", t)
-    t = _INNER_HYPHEN.sub("", t)
+    if not _NO_HYPHEN.isdisjoint(t):  # the pattern needs one of its hyphens
+        t = _INNER_HYPHEN.sub("", t)
+    if t.isascii():  # [\W_]+ on ASCII is "not [a-z0-9]": one byte table, then single spaces
+        return " ".join(t.encode("ascii").translate(_ASCII_NON_WORD).decode("ascii").split())
     return _NON_WORD.sub(" ", t).strip()
+
+
+_NO_HYPHEN = frozenset("-‐‑‒")  # the hyphens ``_INNER_HYPHEN`` deletes
+#: byte -> itself for ASCII letters and digits, b" " for every other byte (what ``_NON_WORD`` folds)
+_ASCII_NON_WORD = bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(256))
 
 
 def split_title_year(s: str) -> tuple[str, int | None]:

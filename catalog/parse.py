@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ParsedLine", "parse_line", "parse_list"]
+__all__ = ["ParsedLine", "parse_line", "parse_list", "preamble_len"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,19 +188,6 @@ def parse_line(text: str) -> tuple[str | None, int | None]:
     return _title_year(body)
 
 
-@dataclass(slots=True)
-class _Line:
-    start: int
-    end: int
-    text: str
-    body: str
-    title: str | None
-    year: int | None
-    marker: bool
-    heading: bool
-    colon: bool
-
-
 def _line_features(text: str) -> tuple[str, str | None, int | None, bool, bool, bool]:
     """(body, title, year, marker, heading, colon) of one stripped line: a pure function of its text."""
     return _simple(text, False) or _general_features(text)
@@ -305,24 +292,40 @@ _numbered_get = _numbered_features_cached.get  # a hit without the _Cache.__call
 _line_get = _line_features_cached.get
 
 
-def _line(start: int, end: int, text: str) -> _Line:
-    return _Line(start, end, text, *_features_of(text))
+Features = tuple[str, str | None, int | None, bool, bool, bool]  # (body, title, year, marker, heading, colon)
 
 
-def _is_preamble(line: _Line, nxt: _Line | None) -> bool:
-    if line.marker:
+def _is_preamble(line: Features, nxt: Features | None) -> bool:
+    body, _, year, marker, heading, colon = line
+    if marker:
         return False
-    if line.colon or (line.heading and line.year is None):
+    if colon or (heading and year is None):
         return True
-    if _OPENER.match(line.body):
+    if _OPENER.match(body):
         return True
-    return line.year is None and nxt is not None and nxt.marker
+    return year is None and nxt is not None and nxt[3]
+
+
+def preamble_len(texts: list[str]) -> int:
+    """How many of a list's stripped lines ``texts`` (in order) are preamble: lines before the first
+    rank (see the module docstring). Features are computed as they are needed: for the usual list,
+    whose first line has a list marker, only the first line's."""
+    n, first = len(texts), 0
+    line = _features_of(texts[0]) if n else None
+    while line is not None and not line[3]:  # a line with a list marker is never preamble
+        nxt = _features_of(texts[first + 1]) if first + 1 < n else None
+        if not _is_preamble(line, nxt):
+            break
+        first += 1
+        line = nxt
+    return first
 
 
 def parse_list(completion: str, *, max_items: int | None = None) -> list[ParsedLine]:
     """Split ``completion`` into ranked lines (see the module docstring for the rules).
 
-    ``max_items`` stops after that many ranks (the rest of the completion is not parsed).
+    ``max_items`` stops after that many ranks. ``catalog.lists.parse_lists`` parses a batch of
+    completions by the same rules, into columns.
 
     >>> [(p.rank, p.title, p.year) for p in parse_list("Here you go:\\n\\n1. Alien (1979)\\n2. ???\\n3. Heat")]
     [(0, 'Alien', 1979), (1, None, None), (2, 'Heat', None)]
@@ -332,12 +335,8 @@ def parse_list(completion: str, *, max_items: int | None = None) -> list[ParsedL
     if not completion:
         return []
     texts, starts, ends = _spans(completion)
-    n, first = len(texts), 0
-    while first < n:  # the preamble: lines before the first rank
-        nxt = _line(starts[first + 1], ends[first + 1], texts[first + 1]) if first + 1 < n else None
-        if not _is_preamble(_line(starts[first], ends[first], texts[first]), nxt):
-            break
-        first += 1
+    n = len(texts)
+    first = preamble_len(texts)
     stop = n if max_items is None else min(n, first + max_items)
     if first or stop < n:
         texts, starts, ends = texts[first:stop], starts[first:stop], ends[first:stop]

@@ -25,12 +25,14 @@ Departure from the trainer before this module: truncation is applied before the 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 import torch
 
+from catalog.lists import ParsedLists
 from remark.algos import get, rank_advantages, token_advantages, zero_signal_groups
 from remark.refill import take_rows
 from remark.scoring import ScoredRows
@@ -165,6 +167,15 @@ def modified_rewards(scored: ScoredRows, s: RankSettings, device: torch.device |
     return rewards
 
 
+def _parsed_in_first(lines: ParsedLists, k: int) -> list[int]:
+    """Per row, how many of its first ``k`` lines have a title (from the columns, no ParsedLine built)."""
+    titles = lines.titles
+    return [
+        len(titles[lo : min(hi, lo + k)]) - titles[lo : min(hi, lo + k)].count(None)
+        for lo, hi in itertools.pairwise(lines.row_bounds())
+    ]
+
+
 def _row_stats(scored: ScoredRows, rewards: torch.Tensor, mask_RN: torch.Tensor, k: int) -> torch.Tensor:
     """(R, S + K) per-list statistics: STAT_NAMES, then the reward at each rank (best responder).
 
@@ -174,8 +185,8 @@ def _row_stats(scored: ScoredRows, rewards: torch.Tensor, mask_RN: torch.Tensor,
     w = mask_RN.to(rewards.dtype)
     n = len(scored.texts)
     cols = [
-        [float(len(x)) for x in scored.lines],
-        [float(sum(ln.title is not None for ln in row[:k])) for row in scored.lines],
+        [float(n) for n in scored.lines.n_lines],
+        [float(k_parsed) for k_parsed in _parsed_in_first(scored.lines, k)],
         [float(sum(i is not None for i in row[:k])) for row in scored.slot_ids],
     ]
     out = torch.tensor(cols, dtype=torch.float32).T.reshape(n, 3).to(rewards_RK.device)

@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
+from catalog.lists import ParsedLists, parse_lists
 from catalog.match import GroundingSettings, Matcher
-from catalog.parse import ParsedLine, parse_list
 from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, encode_rows, per_responder, rewards_RNK, spec
 
@@ -55,7 +55,7 @@ class ScoredRows:
 
     request_ids: list[str]
     texts: list[str]
-    lines: list[list[ParsedLine]]
+    lines: ParsedLists  # rows of ParsedLine; the flat columns are what scoring reads
     slot_ids: list[list[str | None]]  # grounded id per reward slot (see the segmentation's reward_slots)
     rewards_RNK: torch.Tensor
     mask_RN: torch.Tensor
@@ -64,6 +64,9 @@ class ScoredRows:
     end_R: torch.Tensor  # int64, position of the end token, -1 = none (truncated)
     n_lines_R: torch.Tensor  # int64, reward slots of the list (can exceed K)
     n_fallback: int = 0  # rows whose token offsets needed incremental decoding (TokenOffsets.n_fallback)
+
+    def __post_init__(self) -> None:
+        self.lines = ParsedLists.from_rows(self.lines)  # rows of ParsedLine (the reference path) -> columns
 
     def scalar_R(self) -> torch.Tensor:
         """One number per row for TRL's logs: the sum over ranks, averaged over the row's responders.
@@ -136,14 +139,17 @@ class RankScorer:
         ]
         offsets = self.offsets(rows)
         clock.lap("decode_offsets")
-        lines = [parse_list(text) for text in offsets.texts]
+        lines = parse_lists(offsets.texts)
         clock.lap("parse")
-        slot_ids = self.matcher.ground_lines(lines)
+        ids = self.matcher.ground_titles(lines.titles, lines.years)
         if self.parsed_slots_only:  # Rank-GRPO numbers only the lines that parse
+            parsed = [t is not None for t in lines.titles]
             slot_ids = [
-                [i for ln, i in zip(row, ids, strict=True) if ln.title is not None]
-                for row, ids in zip(lines, slot_ids, strict=True)
+                [i for i, ok in zip(row, ok_row, strict=True) if ok]
+                for row, ok_row in zip(lines.split(ids), lines.split(parsed), strict=True)
             ]
+        else:
+            slot_ids = lines.split(ids)
         clock.lap("ground")
         rank_RT = self.token_ranks(lines, offsets, k=self.k)
         end_R = torch.tensor([_first_of(ids, self.eos_ids) for ids in rows], dtype=torch.int64)
@@ -195,7 +201,7 @@ class RowStages:
     """The per-row part of scoring R rows (T = the longest row): what :meth:`RankScorer.row_stages` returns."""
 
     texts: list[str]
-    lines: list[list[ParsedLine]]
+    lines: ParsedLists
     slot_ids: list[list[str | None]]
     rank_RT: torch.Tensor  # int64, -1 = no rank (also past a row's end)
     end_R: torch.Tensor  # int64, -1 = no end token

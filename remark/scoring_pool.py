@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from catalog.parse import _new_parsed_line
+from catalog.lists import ParsedLists
 from remark.scoring import RankScorer, ScoredRows
 
 __all__ = ["ScoreFuture", "ScoringPool", "ScoringWorkerError"]
@@ -106,13 +106,12 @@ def _score_shard(
     return {
         "request_ids": scored.request_ids,
         "texts": scored.texts,
-        "n_lines": list(map(len, lines)),
-        "ranks": [ln.rank for row in lines for ln in row],
-        "starts": [ln.start for row in lines for ln in row],
-        "ends": [ln.end for row in lines for ln in row],
-        "line_texts": [ln.text for row in lines for ln in row],
-        "titles": [ln.title for row in lines for ln in row],
-        "years": [ln.year for row in lines for ln in row],
+        "n_lines": lines.n_lines,
+        "starts": lines.starts,
+        "ends": lines.ends,
+        "line_texts": lines.texts,
+        "titles": lines.titles,
+        "years": lines.years,
         "n_slots": np.fromiter(map(len, scored.slot_ids), dtype=np.int64, count=len(scored.slot_ids)),
         "slot_ids": [i for row in scored.slot_ids for i in row],
         "rewards_RNK": scored.rewards_RNK.numpy(),
@@ -293,15 +292,10 @@ class ScoringPool:
         longest row, responders padded to the most responders: reward 0, mask False, as ``encode_rows``
         pads a batch)."""
         texts: list[str] = []
-        lines: list[list] = []
         slot_ids: list[list[str | None]] = []
+        fields = ("n_lines", "starts", "ends", "line_texts", "titles", "years")
+        lines = ParsedLists.concat([ParsedLists(*(part[f] for f in fields)) for part in parts])
         for part in parts:
-            fields = ("ranks", "starts", "ends", "line_texts", "titles", "years")
-            flat = list(itertools.starmap(_new_parsed_line, zip(*(part[f] for f in fields), strict=True)))
-            pos = 0
-            for n in part["n_lines"]:
-                lines.append(flat[pos : pos + n])
-                pos += n
             flat_ids, pos = part["slot_ids"], 0
             for n in part["n_slots"].tolist():
                 slot_ids.append(flat_ids[pos : pos + n])

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from catalog.match import Matcher
-from catalog.parse import _EMPHASIS, _HEADING, _MARKERS, _OPENER, ParsedLine, _Line, _title_year
+from catalog.parse import _EMPHASIS, _HEADING, _MARKERS, _OPENER, ParsedLine, _title_year
 from remark.algos import TokenOffsets, encode_rows, end_token_index, rewards_RNK, token_rank_index
 from remark.algos.tokens import _WHITESPACE, FILLER, LineSpan, _common_prefix_len
 from remark.scoring import RankScorer, ScoredRows, _Clock, hashed_responder_index
@@ -156,6 +157,19 @@ def _clean(text: str) -> tuple[str, bool, bool]:
         marker = True
         body = body[m.end() :].strip()
     return body, marker, heading
+
+
+@dataclass(slots=True)
+class _Line:
+    start: int
+    end: int
+    text: str
+    body: str
+    title: str | None
+    year: int | None
+    marker: bool
+    heading: bool
+    colon: bool
 
 
 def _features(completion: str, start: int, end: int) -> _Line:

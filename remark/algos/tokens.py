@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from catalog.lists import ParsedLists
 from remark.algos.offsets import (  # noqa: F401  (re-exported: the public names and what tests import)
     TokenOffsetMapper,
     TokenOffsets,
@@ -101,12 +102,8 @@ def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets,
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     text_len = np.fromiter(map(len, offsets.texts), dtype=np.int64, count=n_rows)
-    flat = list(itertools.chain.from_iterable(lines))
-    n_seg = len(flat)
-    seg_row = np.repeat(np.arange(n_rows, dtype=np.int64), np.fromiter(map(len, lines), np.int64, n_rows))
-    seg_rank = np.fromiter(map(_RANK, flat), dtype=np.int64, count=n_seg)
-    seg_start = np.fromiter(map(_START, flat), dtype=np.int64, count=n_seg)
-    seg_end = np.fromiter(map(_END, flat), dtype=np.int64, count=n_seg)
+    seg_row, seg_rank, seg_start, seg_end = _segments(lines, n_rows)
+    n_seg = len(seg_row)
     if n_seg and (
         (seg_start < 0).any() or (seg_end < seg_start).any() or (seg_end > text_len[seg_row]).any()
     ):
@@ -164,6 +161,28 @@ def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets,
 
 
 _RANK, _START, _END = (operator.attrgetter(name) for name in ("rank", "start", "end"))
+
+
+def _segments(
+    lines: Sequence[Sequence[LineSpan]], n_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(row, rank, start, end) of every line, flat (int64): from a ``catalog.lists.ParsedLists``'
+    columns (a line's rank is its position in its row), else from each line's attributes."""
+    if isinstance(lines, ParsedLists):
+        count = np.array(lines.n_lines, dtype=np.int64)
+        seg_row = np.repeat(np.arange(n_rows, dtype=np.int64), count)
+        first = np.cumsum(count) - count
+        seg_rank = np.arange(len(seg_row), dtype=np.int64) - first[seg_row]
+        return seg_row, seg_rank, np.array(lines.starts, dtype=np.int64), np.array(lines.ends, dtype=np.int64)
+    flat = list(itertools.chain.from_iterable(lines))
+    n_seg = len(flat)
+    seg_row = np.repeat(np.arange(n_rows, dtype=np.int64), np.fromiter(map(len, lines), np.int64, n_rows))
+    seg_rank = np.fromiter(map(_RANK, flat), dtype=np.int64, count=n_seg)
+    seg_start = np.fromiter(map(_START, flat), dtype=np.int64, count=n_seg)
+    seg_end = np.fromiter(map(_END, flat), dtype=np.int64, count=n_seg)
+    return seg_row, seg_rank, seg_start, seg_end
+
+
 _PYTHON_CHECKS = 4096  # up to this many tokens are checked with str.isspace, more with numpy
 
 
