@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import operator
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from catalog.parse import (
     _CACHE_MAX_LEN,
@@ -163,12 +163,22 @@ def parse_lists(completions: Sequence[str]) -> ParsedLists:
     kept lines come from one :func:`title_years` call.
     """
     spans = [_spans(c) if c else ([], [], []) for c in completions]
-    firsts = [preamble_len(t) for t, _, _ in spans]
+    long: dict[str, tuple] = {}  # features of long first lines (uncached): read again for their titles
+
+    def features(text: str) -> tuple:
+        if len(text) <= _CACHE_MAX_LEN:
+            return _features_of(text)
+        got = long.get(text)
+        if got is None:
+            got = long[text] = _features_of(text)
+        return got
+
+    firsts = [preamble_len(t, features) for t, _, _ in spans]
     chain = itertools.chain.from_iterable
     if any(firsts):
         spans = [(t[f:], s[f:], e[f:]) for f, (t, s, e) in zip(firsts, spans, strict=True)]
     texts = list(chain(s[0] for s in spans))
-    ty = title_years(texts)
+    ty = title_years(texts, features)
     return ParsedLists(
         [len(s[0]) for s in spans],
         list(chain(s[1] for s in spans)),
@@ -183,7 +193,9 @@ def parse_lists(completions: Sequence[str]) -> ParsedLists:
 _title_year_by_text: dict[str, tuple[str | None, int | None]] = {}
 
 
-def title_years(texts: list[str]) -> list[tuple[str | None, int | None]]:
+def title_years(
+    texts: list[str], features: Callable[[str], tuple] | None = None
+) -> list[tuple[str | None, int | None]]:
     """(title, year) of each stripped rank line: ``parse_line``'s answer without the preamble rules
     (``_features_of(text)[1:3]``), a ``dict.get`` per line once the line was seen (the usual lines of a
     group repeat across its G lists and across steps).
@@ -196,7 +208,7 @@ def title_years(texts: list[str]) -> list[tuple[str | None, int | None]]:
     if None not in got:
         return got  # type: ignore[return-value]
     todo = list(dict.fromkeys(t for t, g in zip(texts, got, strict=True) if g is None))
-    answers = dict(zip(todo, _uncached(todo), strict=True))
+    answers = dict(zip(todo, _uncached(todo, features or _features_of), strict=True))
     cache = _title_year_by_text
     if len(cache) + len(todo) > _CACHE_SIZE:
         cache.clear()
@@ -213,22 +225,22 @@ def title_years(texts: list[str]) -> list[tuple[str | None, int | None]]:
 _ITEM = re.compile(r"(?:[0-9]{1,3}\. )?" + _SIMPLE.pattern)
 
 
-def _uncached(texts: list[str]) -> list[tuple[str | None, int | None]]:
-    """``_features_of(text)[1:3]`` for each line, the usual item in one C-level ``map`` of
-    ``_ITEM.fullmatch``: its groups are ``_simple``'s on the line's body (the line, or its rest after
-    the marker: a line starting with a letter has no marker, one starting with a digit matches only
-    with it), read as ``_simple`` reads them (title stripped of ``_TRIM``, year); every other line (no
-    match, or longer than ``_CACHE_MAX_LEN``, which ``_features_of`` reads unnumbered) goes to
-    ``_features_of``."""
-    out = [
-        None if m is None else (m.group(1).strip(_TRIM), int(m.group(2))) for m in map(_ITEM.fullmatch, texts)
+def _uncached(
+    texts: list[str], features: Callable[[str], tuple] = _features_of
+) -> list[tuple[str | None, int | None]]:
+    """``_features_of(text)[1:3]`` for each line; the usual item by one ``_ITEM.fullmatch``, whose groups
+    are ``_simple``'s on the line's body (the line, or its rest after the marker: a line starting with a
+    letter has no marker, one starting with a digit matches only with it), read as ``_simple`` reads
+    them (title stripped of ``_TRIM``, year). The pattern is tried, as ``_simple`` tries its own, only
+    on lines holding " (" (on a long line without one, e.g. random tokens, the title group would
+    backtrack over the whole line) and up to ``_CACHE_MAX_LEN`` characters (``_features_of`` reads
+    longer lines unnumbered); every other line goes to ``_features_of``."""
+    fullmatch, limit = _ITEM.fullmatch, _CACHE_MAX_LEN
+    matches = [fullmatch(t) if len(t) <= limit and " (" in t else None for t in texts]  # as _simple tests
+    return [
+        features(t)[1:3] if m is None else (m.group(1).strip(_TRIM), int(m.group(2)))
+        for t, m in zip(texts, matches, strict=True)
     ]
-    if None in out or max(map(len, texts), default=0) > _CACHE_MAX_LEN:
-        out = [
-            a if a is not None and len(t) <= _CACHE_MAX_LEN else _features_of(t)[1:3]
-            for t, a in zip(texts, out, strict=True)
-        ]
-    return out
 
 
 def clear_caches() -> None:

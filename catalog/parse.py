@@ -306,14 +306,15 @@ def _is_preamble(line: Features, nxt: Features | None) -> bool:
     return year is None and nxt is not None and nxt[3]
 
 
-def preamble_len(texts: list[str]) -> int:
+def preamble_len(texts: list[str], features: Callable[[str], Features] | None = None) -> int:
     """How many of a list's stripped lines ``texts`` (in order) are preamble: lines before the first
-    rank (see the module docstring). Features are computed as they are needed: for the usual list,
-    whose first line has a list marker, only the first line's."""
+    rank (see the module docstring). Features (``features``, default ``_features_of``) are computed as
+    they are needed: for the usual list, whose first line has a list marker, only the first line's."""
+    features = features or _features_of
     n, first = len(texts), 0
-    line = _features_of(texts[0]) if n else None
+    line = features(texts[0]) if n else None
     while line is not None and not line[3]:  # a line with a list marker is never preamble
-        nxt = _features_of(texts[first + 1]) if first + 1 < n else None
+        nxt = features(texts[first + 1]) if first + 1 < n else None
         if not _is_preamble(line, nxt):
             break
         first += 1

@@ -21,9 +21,9 @@ folder that is not an earlier output of the same command is refused before any g
   request's samples); a column's mean over its non-null rows is ``metrics.json``'s per-responder value;
 - ``report.md`` and ``metrics.png`` (``metrics_sampled.png``).
 
-Lines are parsed with ``catalog.parse.parse_list`` (every line a rank; the whole completion is kept, as
-Rank-GRPO's eval parses every line before compaction and the cut at k) and grounded with the dataset's
-grounding settings unless others are asked for (``eval.score.grounding_choice``: recorded in
+Lines are parsed with ``catalog.lists.parse_lists`` (``parse_list``'s rules; every line a rank; the
+whole completion is kept, as Rank-GRPO's eval parses every line before compaction and the cut at k)
+and grounded with the dataset's grounding settings unless others are asked for (``eval.score.grounding_choice``: recorded in
 ``metrics.json["settings"]["grounding"]``, a difference counted in ``warnings``). A model from a
 ``remark train`` run (``runs/x/best``) is checked against the grounding its run recorded
 (``eval.training_record``): a difference is a printed note, ``settings.grounding.training`` and
@@ -43,8 +43,8 @@ import polars as pl
 
 from catalog.errors import InputError
 from catalog.io import atomic_dir, check_output_dir
+from catalog.lists import parse_lists
 from catalog.match import GroundingSettings, Matcher
-from catalog.parse import parse_list
 from data_prep.dataset import load_dataset
 from eval.adapters import adapter_base, is_adapter_dir
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
@@ -68,18 +68,15 @@ def parse_and_ground(
 ) -> tuple[list[list[str]], list[list[str | None]]]:
     """Completions -> (display strings per line, catalog id or None per line).
 
-    Lines from ``catalog.parse.parse_list``, ids from ``Matcher.ground_lines`` (the batched path the
-    trainer's rewards use too). Display: "Title (Year)" for parsed lines, the raw text for unparsed ones.
+    Lines from ``catalog.lists.parse_lists`` and ids from ``Matcher.ground_lines``: the trainer's
+    rewards take the same path. Display: "Title (Year)" for parsed lines, the raw text for unparsed ones.
     """
-    parsed = [parse_list(c) for c in completions]
-    shown = [
-        [
-            p.text if p.title is None else (p.title if p.year is None else f"{p.title} ({p.year})")
-            for p in lines
-        ]
-        for lines in parsed
+    parsed = parse_lists(completions)
+    flat = [
+        text if title is None else (title if year is None else f"{title} ({year})")
+        for text, title, year in zip(parsed.texts, parsed.titles, parsed.years, strict=True)
     ]
-    return shown, matcher.ground_lines(parsed)
+    return parsed.split(flat), matcher.ground_lines(parsed)
 
 
 #: ``catalog.io.atomic_dir`` kinds of the two output folders.
