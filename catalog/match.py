@@ -58,7 +58,15 @@ from rapidfuzz import fuzz, process
 
 from catalog.errors import InputError
 from catalog.ground_ids import ground_ids
-from catalog.index import CatalogIndex, bare_key, number_signature, plural_key, raw_key, subtitle_heads
+from catalog.index import (
+    _NO_SUBTITLE,
+    CatalogIndex,
+    bare_key,
+    number_signature,
+    plural_key,
+    raw_key,
+    subtitle_heads,
+)
 from catalog.lists import ParsedLists
 from catalog.normalize import normalize_title
 from catalog.parse import ParsedLine
@@ -262,13 +270,13 @@ class Matcher:
             return _none(f"nothing left of {title!r} after normalisation")
         blocked = None
         entries = ix.by_key.get(key)
-        how = f"normalised title {key!r}"
-        if not entries:
+        bare = not entries
+        if bare:
             entries = ix.by_bare.get(bare_key(key))
-            how = f"normalised title {key!r} ignoring a leading article"
         if entries:
             ok, bad = ix.rank(entries, year, tol)
             if ok:
+                how = f"normalised title {key!r}" + (" ignoring a leading article" if bare else "")
                 n = f"; {len(ok)} candidates, tie-break: year, popularity, id" if len(ok) > 1 else ""
                 return self._hit(ok[0], "exact", 100.0, f"{how}; {self._year_note(ok[0], year)}{n}")
             item = int(ix.entry_item[bad[0]])
@@ -278,7 +286,11 @@ class Matcher:
             )
         if self.mode == "normalized":
             return _none(blocked or f"no catalog title or alias normalises to {key!r}")
-        sub = self._subtitle(title, key, year)
+        sub = (
+            self._subtitle(title, key, year)
+            if key in ix.by_head or not _NO_SUBTITLE.isdisjoint(title)
+            else None
+        )
         if sub is not None:
             return sub
         if blocked:
