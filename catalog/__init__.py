@@ -13,8 +13,9 @@ light.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from catalog._lazy import lazy_exports
 
 #: public name -> the module that defines it
 _SOURCES: dict[str, str] = {
@@ -48,16 +49,7 @@ if TYPE_CHECKING:
     from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'catalog' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_SOURCES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SOURCES})
+__getattr__, __dir__ = lazy_exports("catalog", _SOURCES, globals())
 
 
 __all__ = [

@@ -50,8 +50,9 @@ Modules: ``settings`` (``DemoSettings``, ``default_settings``), ``threads`` (fix
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from catalog._lazy import lazy_exports
 
 #: public name -> the module that defines it (imported on first use, PEP 562: ``remark demo --help``
 #: reads ``DATA_CHOICES`` without loading the pipeline's torch and transformers)
@@ -77,16 +78,7 @@ if TYPE_CHECKING:
     from remark.demo.stages import find_protoqa, prepare_protoqa, prepare_synthetic
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'remark.demo' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_SOURCES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SOURCES})
+__getattr__, __dir__ = lazy_exports("remark.demo", _SOURCES, globals())
 
 
 __all__ = [
