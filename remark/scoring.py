@@ -28,6 +28,8 @@ from catalog.lists import ParsedLists, parse_lists
 from catalog.match import GroundingSettings, Matcher
 from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, encode_rows, per_responder, rewards_RNK, spec
+from remark.algos.offsets import FlatRows
+from remark.algos.tokens import first_end_index
 
 
 def hashed_responder_index(
@@ -129,14 +131,18 @@ class RankScorer:
         self.last_timings = dict(stages.timings) | self.last_timings
         return scored
 
-    def row_stages(self, completion_ids: Sequence[Sequence[int]]) -> RowStages:
-        """Texts, parsed lines, slot ids, token ranks and end tokens of R rows: a function of each row's ids
-        alone (the caches below change no answer), so any split of the rows gives the same rows back."""
+    def row_stages(self, completion_ids: Sequence[Sequence[int]] | FlatRows) -> RowStages:
+        """Texts, parsed lines, slot ids, token ranks and end tokens of R rows (lists of ids, or
+        ``FlatRows``): a function of each row's ids alone (the caches below change no answer), so any
+        split of the rows gives the same rows back."""
         clock = _Clock()
-        rows = [
-            ids if type(ids) is list else (ids.tolist() if hasattr(ids, "tolist") else list(ids))
-            for ids in completion_ids
-        ]
+        if isinstance(completion_ids, FlatRows):  # the pool's shards: no per-row lists
+            rows: Any = completion_ids
+        else:
+            rows = [
+                ids if type(ids) is list else (ids.tolist() if hasattr(ids, "tolist") else list(ids))
+                for ids in completion_ids
+            ]
         offsets = self.offsets(rows)
         clock.lap("decode_offsets")
         lines = parse_lists(offsets.texts)
@@ -152,7 +158,7 @@ class RankScorer:
             slot_ids = lines.split(ids)
         clock.lap("ground")
         rank_RT = self.token_ranks(lines, offsets, k=self.k)
-        end_R = torch.tensor([_first_of(ids, self.eos_ids) for ids in rows], dtype=torch.int64)
+        end_R = first_end_index(offsets.ids_flat, offsets.lengths, self.eos_ids)
         clock.lap("token_ranks")
         return RowStages(offsets.texts, lines, slot_ids, rank_RT, end_R, offsets.n_fallback, clock.laps)
 
@@ -220,19 +226,6 @@ class _Clock:
         now = time.perf_counter()
         self.laps[name] = self.laps.get(name, 0.0) + now - self._t
         self._t = now
-
-
-def _first_of(ids: list, targets: Sequence[int]) -> int:
-    """Position of the first element of ``ids`` in ``targets``, -1 if none (``list.index`` per target)."""
-    first = -1
-    for target in targets:
-        try:
-            t = ids.index(target)
-        except ValueError:
-            continue
-        if first < 0 or t < first:
-            first = t
-    return first
 
 
 class RankReward:

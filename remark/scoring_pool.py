@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from catalog.lists import ParsedLists
+from remark.algos.offsets import FlatRows
 from remark.scoring import RankScorer, ScoredRows
 
 __all__ = ["ScoreFuture", "ScoringPool", "ScoringWorkerError"]
@@ -93,12 +94,9 @@ def _score_shard(
     lists, which cost little to send back."""
     assert _WORKER is not None, "worker not initialised"
     t0, c0 = time.perf_counter(), time.process_time()
-    bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-    flat_list = flat.tolist()
-    rows = [flat_list[a:b] for a, b in itertools.pairwise(bounds)]
     columns = {k: [uniq[i] for i in index] for k, (uniq, index) in columns.items()}
     try:
-        st = _WORKER.row_stages(rows)
+        st = _WORKER.row_stages(FlatRows(flat, lengths))
         scored = _WORKER.assemble(st, columns, group_size=group_size, step=step)
     except ValueError as err:  # row numbers in the message are the shard's
         raise ValueError(f"{err} (row numbers counted from row {first_row} of the batch)") from None

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["TokenOffsetMapper", "TokenOffsets"]
+__all__ = ["FlatRows", "TokenOffsetMapper", "TokenOffsets"]
 
 
 @dataclass(frozen=True)
@@ -32,13 +32,38 @@ class TokenOffsets:
     """Per-token character spans: token t of row r covers ``texts[r][start_RT[r, t]:end_RT[r, t]]``.
 
     Padding positions (past a row's length) have ``start == end == len(texts[r])``. ``n_fallback`` counts
-    rows that needed incremental decoding.
+    rows that needed incremental decoding. ``ids_flat`` / ``lengths``: the rows' token ids end to end
+    (int64) and each row's length, as the mapper read them (None when built by hand).
     """
 
     texts: list[str]
     start_RT: np.ndarray
     end_RT: np.ndarray
     n_fallback: int
+    ids_flat: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class FlatRows:
+    """R rows of token ids end to end: ``ids`` (int64, L) and ``lengths`` (int64, R; sum = L)."""
+
+    ids: np.ndarray
+    lengths: np.ndarray
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.ids, dtype=np.int64)
+        lengths = np.asarray(self.lengths, dtype=np.int64)
+        if ids.ndim != 1 or lengths.ndim != 1 or (lengths < 0).any() or int(lengths.sum()) != ids.size:
+            raise ValueError(
+                f"FlatRows: ids must be 1-D with sum(lengths) = len(ids) and lengths >= 0, got {ids.size} ids "
+                f"and lengths summing to {int(lengths.sum())}"
+            )
+        object.__setattr__(self, "ids", ids)
+        object.__setattr__(self, "lengths", lengths)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
 
 
 def _rows(completion_ids: Any, completion_mask: Any | None) -> tuple[list[list[int]], int]:
@@ -190,29 +215,33 @@ class TokenOffsetMapper:
         if new_after:
             decoded = self._decode([[self._anchor, i] for i in new_after])
             n = len(self._anchor_text)
-            for i, s in zip(new_after, decoded):
-                piece = s[n:] if s.startswith(self._anchor_text) else None
-                self._after[i] = piece
-                if piece is None:
-                    self._after_len[i] = -2
-                else:
-                    self._store(i, piece)
-                    self._after_len[i] = len(piece)
-                    self._after_ok[i] = self._exact_piece(i, piece)
+            pieces = [s[n:] if s.startswith(self._anchor_text) else None for s in decoded]
+            self._after.update(zip(new_after, pieces, strict=True))
+            kept = [(i, p) for i, p in zip(new_after, pieces, strict=True) if p is not None]
+            self._store_many([i for i, _ in kept], [p for _, p in kept])
+            self._after_len[new_after] = [-2 if p is None else len(p) for p in pieces]
+            self._after_ok[[i for i, _ in kept]] = [self._exact_piece(i, p) for i, p in kept]
         new_alone = self._unseen(first, self._alone)
         if new_alone:
-            for i, s in zip(new_alone, self._decode([[i] for i in new_alone])):
-                self._alone[i] = s
-                self._store(self._cap + i, s)
-                self._alone_len[i] = len(s)
-                self._alone_ok[i] = self._exact_piece(i, s)
+            pieces = self._decode([[i] for i in new_alone])
+            self._alone.update(zip(new_alone, pieces, strict=True))
+            self._store_many([self._cap + i for i in new_alone], pieces)
+            self._alone_len[new_alone] = [len(p) for p in pieces]
+            self._alone_ok[new_alone] = [
+                self._exact_piece(i, p) for i, p in zip(new_alone, pieces, strict=True)
+            ]
 
-    def _store(self, key: int, piece: str) -> None:
-        """Append a piece's code points to the store (``key``: id, or cap + id for a piece alone)."""
-        self._cp_at[key] = self._cp_size
-        if piece:
-            self._cp_parts.append(np.frombuffer(piece.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
-            self._cp_size += len(piece)
+    def _store_many(self, keys: list[int], pieces: list[str]) -> None:
+        """Append the pieces' code points to the store, one encode for all (``keys``: id, or cap + id for
+        a piece alone); ``_cp_at[key]`` is where its piece starts."""
+        if not keys:
+            return
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        self._cp_at[keys] = self._cp_size + np.cumsum(lengths) - lengths
+        joined = "".join(pieces)
+        if joined:
+            self._cp_parts.append(np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
+            self._cp_size += len(joined)
 
     def _code_points(self) -> np.ndarray:
         if self._cp_parts:
@@ -221,17 +250,24 @@ class TokenOffsetMapper:
         return self._cp
 
     def __call__(self, completion_ids: Any, completion_mask: Any | None = None) -> TokenOffsets:
-        """Offsets for (R, T) ids (tensor with optional mask, or R unpadded lists, as TRL decodes them)."""
-        if isinstance(completion_ids, torch.Tensor):
-            given, width = _rows(completion_ids, completion_mask)
-        else:
+        """Offsets for (R, T) ids: a tensor with optional mask, R unpadded lists (as TRL hands them to a
+        reward function), or :class:`FlatRows` (the rows end to end, as ``remark.scoring_pool`` ships them)."""
+        if isinstance(completion_ids, FlatRows):
             if completion_mask is not None:
-                _rows(completion_ids, completion_mask)  # raises: a mask goes with a padded tensor
-            given = [row.tolist() if hasattr(row, "tolist") else row for row in completion_ids]
-            width = max(map(len, given), default=0)
-        n_rows = len(given)
-        lengths = np.fromiter(map(len, given), dtype=np.int64, count=n_rows)
-        flat = np.fromiter(itertools.chain.from_iterable(given), dtype=np.int64, count=int(lengths.sum()))
+                raise ValueError("FlatRows carry their own lengths: pass no completion_mask")
+            flat, lengths = completion_ids.ids, completion_ids.lengths
+            width = int(lengths.max(initial=0))
+        else:
+            if isinstance(completion_ids, torch.Tensor):
+                given, width = _rows(completion_ids, completion_mask)
+            else:
+                if completion_mask is not None:
+                    _rows(completion_ids, completion_mask)  # raises: a mask goes with a padded tensor
+                given = [row.tolist() if hasattr(row, "tolist") else row for row in completion_ids]
+                width = max(map(len, given), default=0)
+            lengths = np.fromiter(map(len, given), dtype=np.int64, count=len(given))
+            flat = np.fromiter(itertools.chain.from_iterable(given), dtype=np.int64, count=int(lengths.sum()))
+        n_rows = len(lengths)
         if flat.size and int(flat.min()) < 0:
             raise ValueError("token ids must be >= 0")
         row_start = np.cumsum(lengths) - lengths
@@ -280,7 +316,9 @@ class TokenOffsetMapper:
         start = np.repeat(text_len[:, None], width, axis=1)
         start[inside] = 0
         start[:, 1:][inside[:, 1:]] = end[:, :-1][inside[:, 1:]]
-        return TokenOffsets(texts=texts, start_RT=start, end_RT=end, n_fallback=n_fallback)
+        return TokenOffsets(
+            texts=texts, start_RT=start, end_RT=end, n_fallback=n_fallback, ids_flat=flat, lengths=lengths
+        )
 
     def _fallback_ends(self, row: list[int], text: str, pieces: list[str | None]) -> np.ndarray:
         """Token end offsets for a row whose pieces do not concatenate to its text.

@@ -69,6 +69,7 @@ __all__ = [
     "TokenOffsetMapper",
     "TokenOffsets",
     "end_token_index",
+    "first_end_index",
     "newline_rank_index",
     "token_advantages",
     "token_rank_index",
@@ -246,6 +247,20 @@ def end_token_index(
     eos = {int(eos_token_ids)} if isinstance(eos_token_ids, int) else {int(i) for i in eos_token_ids}
     out = [next((t for t, i in enumerate(row) if i in eos), -1) for row in rows]
     return torch.tensor(out, dtype=torch.int64)
+
+
+def first_end_index(ids_flat: np.ndarray, lengths: np.ndarray, eos_token_ids: Sequence[int]) -> torch.Tensor:
+    """end_R (int64): ``end_token_index`` for R rows given end to end (``ids_flat``, int64, rows of
+    ``lengths``): the position of each row's first end token within the row, -1 when it has none."""
+    n_rows = len(lengths)
+    row_start = np.cumsum(lengths) - lengths
+    out = np.full(n_rows, -1, dtype=np.int64)
+    at = np.flatnonzero(np.isin(ids_flat, np.asarray(list(eos_token_ids), dtype=np.int64)))
+    if at.size:
+        row = np.searchsorted(row_start + lengths, at, side="right")  # the row each end token is in
+        rows, first = np.unique(row, return_index=True)  # ``at`` ascends: its first per row
+        out[rows] = at[first] - row_start[rows]
+    return torch.from_numpy(out)
 
 
 END_SHAPINGS = ("remark", "rank_grpo", "none")

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remark.algos import TokenOffsetMapper
+from remark.algos.offsets import FlatRows
 from remark.algos.tokens import _byte_level_unplain_ids, _rust_decoder
 from remark.scoring_reference import ReferenceOffsetMapper
 from remark.tiny import train_tokenizer
@@ -92,3 +93,23 @@ def test_tensor_with_mask_and_arrays(bpe):
     assert arrays.texts == want.texts and np.array_equal(arrays.end_RT, want.end_RT)
     with pytest.raises(ValueError, match="token ids must be >= 0"):
         TokenOffsetMapper(bpe)([[1, -1]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_flat_rows_give_the_offsets_of_the_row_lists(bpe, data):
+    rows = data.draw(st.lists(st.lists(st.integers(0, len(bpe) - 1), max_size=30), max_size=6))
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    flat = np.array([i for r in rows for i in r], dtype=np.int64)
+    want = TokenOffsetMapper(bpe)(rows)
+    got = TokenOffsetMapper(bpe)(FlatRows(flat, lengths))
+    assert got.texts == want.texts and got.n_fallback == want.n_fallback
+    assert np.array_equal(got.start_RT, want.start_RT) and np.array_equal(got.end_RT, want.end_RT)
+    assert np.array_equal(got.ids_flat, flat) and np.array_equal(got.lengths, lengths)
+
+
+def test_flat_rows_refuse_lengths_that_do_not_add_up(bpe):
+    with pytest.raises(ValueError, match="sum\\(lengths\\) = len\\(ids\\)"):
+        FlatRows(np.array([1, 2, 3]), np.array([1, 1]))
+    with pytest.raises(ValueError, match="no completion_mask"):
+        TokenOffsetMapper(bpe)(FlatRows(np.array([1]), np.array([1])), torch.ones(1, 1))

@@ -10,6 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalog.lists import parse_lists
 from catalog.parse import parse_list
 from remark.algos import tokens
 from remark.algos.offsets import TokenOffsets
@@ -60,9 +61,11 @@ def test_token_ranks_equal_the_pre_change_code(texts, cuts, k, python_checks):
     saved, tokens._PYTHON_CHECKS = tokens._PYTHON_CHECKS, python_checks  # str.isspace or the cumsum
     try:
         got = tokens.token_rank_index(lines, offsets, k=k)
+        from_columns = tokens.token_rank_index(parse_lists(texts), offsets, k=k)  # the scorer's input
     finally:
         tokens._PYTHON_CHECKS = saved
     assert torch.equal(got, want)
+    assert torch.equal(from_columns, want)
 
 
 @pytest.mark.parametrize("python_checks", [0, 4096])
@@ -74,3 +77,27 @@ def test_blank_lines_and_indentation_are_filler(python_checks, monkeypatch):
     assert got == reference_token_rank_index([parse_list(text)], offsets, k=2)[0, : len(text)].tolist()
     # the newline after the preamble, the blank line and the indentation: filler; "1. Heat (1995)" is rank 0
     assert got[5:9] == [tokens.FILLER] * 4 and got[9] == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.lists(st.integers(0, 9), max_size=12), max_size=8),
+    eos=st.lists(st.integers(0, 9), max_size=3),
+)
+def test_first_end_index_equals_end_token_index(rows, eos):
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    flat = np.array([i for r in rows for i in r], dtype=np.int64)
+    want = [next((t for t, i in enumerate(r) if i in eos), -1) for r in rows]
+    assert tokens.first_end_index(flat, lengths, eos).tolist() == want
+    if rows and eos:
+        assert tokens.end_token_index(rows, eos).tolist() == want
+
+
+def test_first_end_index_by_hand():
+    rows = [[5, 2, 9, 2], [], [1, 1], [2], [7, 3, 2]]
+    lengths = np.array([4, 0, 2, 1, 3])
+    flat = np.array([5, 2, 9, 2, 1, 1, 2, 7, 3, 2])
+    assert tokens.first_end_index(flat, lengths, [2]).tolist() == [1, -1, -1, 0, 2]
+    assert tokens.first_end_index(flat, lengths, [9, 3]).tolist() == [2, -1, -1, -1, 1]
+    assert tokens.first_end_index(flat, lengths, []).tolist() == [-1] * 5
+    assert len(rows) == len(lengths)
