@@ -220,26 +220,39 @@ def title_years(
     return got  # type: ignore[return-value]
 
 
-#: ``catalog.parse._SIMPLE`` after an optional "N. " marker (1-3 ASCII digits, a period, a space: the
-#: lines ``_features_of`` reads as numbered, by their rest), one regex call per line.
-_ITEM = re.compile(r"(?:[0-9]{1,3}\. )?" + _SIMPLE.pattern)
+#: The "N. " marker ``_features_of`` reads as a numbered line (1-3 ASCII digits, a period, a space:
+#: ``text.find(". ", 1, 5)`` after ASCII digits only), at the start of each line of a joined text.
+_MARKER = re.compile(r"^[0-9]{1,3}\. ", re.MULTILINE)
 
 
 def _uncached(
     texts: list[str], features: Callable[[str], tuple] = _features_of
 ) -> list[tuple[str | None, int | None]]:
-    """``_features_of(text)[1:3]`` for each line; the usual item by one ``_ITEM.fullmatch``, whose groups
-    are ``_simple``'s on the line's body (the line, or its rest after the marker: a line starting with a
-    letter has no marker, one starting with a digit matches only with it), read as ``_simple`` reads
-    them (title stripped of ``_TRIM``, year). The pattern is tried, as ``_simple`` tries its own, only
-    on lines holding " (" (on a long line without one, e.g. random tokens, the title group would
-    backtrack over the whole line) and up to ``_CACHE_MAX_LEN`` characters (``_features_of`` reads
-    longer lines unnumbered); every other line goes to ``_features_of``."""
-    fullmatch, limit = _ITEM.fullmatch, _CACHE_MAX_LEN
-    matches = [fullmatch(t) if len(t) <= limit and " (" in t else None for t in texts]  # as _simple tests
+    """``features(text)[1:3]`` (default ``_features_of``) for each line, the usual item read once per
+    distinct *rest*: the line without its "N. " marker (one ``_MARKER.sub`` over all the lines joined),
+    so that "3. Alien (1979) - x" and "7. Alien (1979) - x" are one regex call. A rest that
+    ``_SIMPLE`` matches whole is read as ``_simple`` reads it (title stripped of ``_TRIM``, year): that is
+    ``_features_of``'s answer for the line, whose body is the rest (a numbered line is read by its rest,
+    another line by itself, and the marker flag changes neither title nor year). The pattern is tried,
+    as ``_simple`` tries it, only on rests holding " (" (on a long line without one, e.g. random tokens,
+    the title group would backtrack over the whole line), and only for lines of up to
+    ``_CACHE_MAX_LEN`` characters (``_features_of`` reads longer ones unnumbered); every other line
+    goes to ``features``."""
+    if not texts:
+        return []
+    limit = _CACHE_MAX_LEN
+    rests = _MARKER.sub("", "\n".join(texts)).split("\n")
+    if len(rests) != len(texts):
+        raise ValueError("title_years reads single lines: one of the texts holds a newline")
+    tried = dict.fromkeys(r for r, t in zip(rests, texts, strict=True) if " (" in r and len(t) <= limit)
+    items = {
+        r: (m.group(1).strip(_TRIM), int(m.group(2)))
+        for r, m in zip(tried, map(_SIMPLE.fullmatch, tried))
+        if m is not None
+    }
     return [
-        features(t)[1:3] if m is None else (m.group(1).strip(_TRIM), int(m.group(2)))
-        for t, m in zip(texts, matches, strict=True)
+        item if len(t) <= limit and (item := items.get(r)) is not None else features(t)[1:3]
+        for t, r in zip(texts, rests, strict=True)
     ]
 
 

@@ -70,6 +70,12 @@ def test_the_batch_reads_numbered_and_plain_items_and_leaves_the_rest_to_the_rul
     assert got[2] == ("1234. X", 2000) and got[3] == ("Q", 1999) and got[4] == ("2001: A Space Odyssey", 1968)
 
 
+def test_title_years_of_nothing_and_of_a_text_with_a_newline():
+    assert title_years([]) == [] and lists._uncached([]) == []
+    with pytest.raises(ValueError, match="holds a newline"):
+        lists._uncached(["Heat (1995)", "Alien (1979)\nHeat"])
+
+
 def test_a_preamble_is_dropped_per_list_and_spans_stay_in_their_completion():
     completions = [
         "Sure! Here you go:\n\n1. Alien (1979)\n2. Heat",
