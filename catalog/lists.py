@@ -238,21 +238,21 @@ def _uncached(
     the title group would backtrack over the whole line), and only for lines of up to
     ``_CACHE_MAX_LEN`` characters (``_features_of`` reads longer ones unnumbered); every other line
     goes to ``features``."""
-    if not texts:
-        return []
     limit = _CACHE_MAX_LEN
-    rests = _MARKER.sub("", "\n".join(texts)).split("\n")
-    if len(rests) != len(texts):
+    short = [t for t in texts if len(t) <= limit]  # (a long line, e.g. random tokens, is not joined)
+    rests = _MARKER.sub("", "\n".join(short)).split("\n") if short else []
+    if len(rests) != len(short):
         raise ValueError("title_years reads single lines: one of the texts holds a newline")
-    tried = dict.fromkeys(r for r, t in zip(rests, texts, strict=True) if " (" in r and len(t) <= limit)
+    rest_of = dict(zip(short, rests, strict=True))
+    tried = dict.fromkeys(r for r in rests if " (" in r)
     items = {
         r: (m.group(1).strip(_TRIM), int(m.group(2)))
         for r, m in zip(tried, map(_SIMPLE.fullmatch, tried))
         if m is not None
     }
     return [
-        item if len(t) <= limit and (item := items.get(r)) is not None else features(t)[1:3]
-        for t, r in zip(texts, rests, strict=True)
+        item if (item := items.get(rest_of.get(t))) is not None else features(t)[1:3]  # type: ignore[arg-type]
+        for t in texts
     ]
 
 
