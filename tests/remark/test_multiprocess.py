@@ -37,9 +37,7 @@ def run_one_and_two(hand_model_dir, tmp_path, *worker_args: str) -> tuple[Path, 
         pytest.skip("torchrun is not installed beside this Python")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     one, two = tmp_path / "one", tmp_path / "two"
-    subprocess.run(
-        [sys.executable, str(WORKER), str(hand_model_dir), str(one), "12"], check=True, env=env, cwd=REPO
-    )
+    _run([sys.executable, str(WORKER), str(hand_model_dir), str(one), "12"], env=env)
     cmd = [
         torchrun,
         "--nproc_per_node",
@@ -51,8 +49,17 @@ def run_one_and_two(hand_model_dir, tmp_path, *worker_args: str) -> tuple[Path, 
         "6",
         *worker_args,
     ]
-    subprocess.run(cmd, check=True, env=env, cwd=REPO, timeout=600)
+    _run(cmd, env=env)
     return one, two
+
+
+def _run(cmd: list[str], *, env: dict[str, str]) -> None:
+    """Run ``cmd`` in the repository; a failure shows the end of its output (a torchrun rendezvous error
+    or a worker's traceback), not only its exit status."""
+    done = subprocess.run(cmd, env=env, cwd=REPO, timeout=600, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stdout[-3000:] + "\n" + done.stderr[-6000:]).strip()
+        pytest.fail(f"{Path(cmd[0]).name} exited {done.returncode}:\n{tail}", pytrace=False)
 
 
 def test_two_processes_match_one(hand_model_dir, tmp_path):
