@@ -15,8 +15,11 @@ speed-ups (main at c9c2260, after the rank_step refactor), with that code, stage
 - end tokens: ``remark.algos.end_token_index`` (a Python loop over every token).
 
 Shared with the new path (so the bench times them on both sides alike): the parser's title/year rules
-(``catalog.parse._title_year``), the matcher's rules and index, ``normalize_title`` (its accent strip is
-now a table lookup, checked equal on every code point by tests/catalog/test_fast_paths.py),
+(``catalog.parse._title_year``), the matcher's rules and index (the rules now skip the subtitle look-up
+and the explanation strings where they cannot apply), ``normalize_title`` and ``subtitle_heads`` (the
+accent strip is a table lookup, checked equal on every code point by tests/catalog/test_fast_paths.py;
+the article / hyphen regexes run only where a comma / hyphen is, checked equal to the unguarded code by
+tests/catalog/test_lists.py: these made the reference's ground stage faster too),
 ``encode_rows`` (made cheaper in place by issue 13, with the same tables:
 tests/algos/test_encode_requests.py), ``rewards_RNK``, ``newline_rank_index`` (Rank-GRPO's
 segmentation), ``hashed_responder_index``.
