@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -74,10 +75,11 @@ def ground_ids(matcher: Matcher, queries: list[Query]) -> list[str | None]:
     got = list(map(ids.get, queries, itertools.repeat(_MISSING)))
     if _MISSING not in got:
         return got
+    missing = list(itertools.compress(range(len(got)), map(operator.is_, got, itertools.repeat(_MISSING))))
     found: dict[Query, str | None] = {}
     new: dict[Query, str | None] = {}
     todo: list[tuple[str, int | None]] = []
-    for q in dict.fromkeys(q for q, v in zip(queries, got, strict=True) if v is _MISSING):
+    for q in dict.fromkeys(map(queries.__getitem__, missing)):
         if q[0] is None:
             found[q] = None
             continue
@@ -92,7 +94,9 @@ def ground_ids(matcher: Matcher, queries: list[Query]) -> list[str | None]:
         new.update(fuzzy)
     if new:
         matcher._remember(new, ids)
-    return [found[q] if v is _MISSING else v for q, v in zip(queries, got, strict=True)]
+    for i in missing:
+        got[i] = found[queries[i]]
+    return got
 
 
 _MISSING = object()

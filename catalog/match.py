@@ -223,7 +223,7 @@ class Matcher:
 
     def ground_titles(self, titles: Sequence[str | None], years: Sequence[int | None]) -> list[str | None]:
         """The id :meth:`ground_lines` gives each (title, year) pair (None: no title or no match)."""
-        years = list(years)
+        years = years if isinstance(years, list) else list(years)
         if not set(map(type, years)) <= _PLAIN_YEARS:  # e.g. numpy ints: as ground_many, int(year)
             years = [None if y is None else int(y) for y in years]
         return ground_ids(self, list(zip(titles, years, strict=True)))
