@@ -49,9 +49,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from catalog.lists import ParsedLists
 from remark.algos.offsets import FlatRows
 from remark.scoring import RankScorer, ScoredRows
+from remark.scoring_shards import dedupe, join_shards, pack_shard, shard_bounds
 
 __all__ = ["ScoreFuture", "ScoringPool", "ScoringWorkerError"]
 
@@ -100,29 +100,7 @@ def _score_shard(
         scored = _WORKER.assemble(st, columns, group_size=group_size, step=step)
     except ValueError as err:  # row numbers in the message are the shard's
         raise ValueError(f"{err} (row numbers counted from row {first_row} of the batch)") from None
-    lines = scored.lines
-    return {
-        "request_ids": scored.request_ids,
-        "texts": scored.texts,
-        "n_lines": lines.n_lines,
-        "starts": lines.starts,
-        "ends": lines.ends,
-        "line_texts": lines.texts,
-        "titles": lines.titles,
-        "years": lines.years,
-        "n_slots": np.fromiter(map(len, scored.slot_ids), dtype=np.int64, count=len(scored.slot_ids)),
-        "slot_ids": [i for row in scored.slot_ids for i in row],
-        "rewards_RNK": scored.rewards_RNK.numpy(),
-        "mask_RN": scored.mask_RN.numpy(),
-        "per_responder": scored.per_responder,
-        "rank_RT": scored.rank_RT.numpy(),
-        "end_R": scored.end_R.numpy(),
-        "n_lines_R": scored.n_lines_R.numpy(),
-        "n_fallback": scored.n_fallback,
-        "timings": st.timings | _WORKER.last_timings,
-        "worker_s": time.perf_counter() - t0,
-        "worker_cpu_s": time.process_time() - c0,
-    }
+    return pack_shard(scored, st.timings | _WORKER.last_timings, t0, c0)
 
 
 # ---- the calling side -----------------------------------------------------------------------------------
@@ -264,8 +242,8 @@ class ScoringPool:
         starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
         keys = [k for k in _SCORED_COLUMNS if k in columns]
         futures = []
-        for w, (a, b) in enumerate(_shard_bounds(len(rows), self.workers, group_size)):
-            part = {k: _dedupe(columns[k][a:b]) for k in keys}
+        for w, (a, b) in enumerate(shard_bounds(len(rows), self.workers, group_size)):
+            part = {k: dedupe(columns[k][a:b]) for k in keys}
             args = (flat[starts[a] : starts[b]], lengths[a:b], part, group_size, step, a)
             try:
                 futures.append((w, self._executors[w].submit(_score_shard, *args)))
@@ -286,52 +264,10 @@ class ScoringPool:
         return self.submit(completion_ids, columns, group_size=group_size, step=step).result()
 
     def _join(self, parts: list[dict[str, Any]], future: ScoreFuture) -> ScoredRows:
-        """The shards' scored rows, in order, as one ``ScoredRows`` (token ranks padded with -1 to the
-        longest row, responders padded to the most responders: reward 0, mask False, as ``encode_rows``
-        pads a batch)."""
-        texts: list[str] = []
-        slot_ids: list[list[str | None]] = []
-        fields = ("n_lines", "starts", "ends", "line_texts", "titles", "years")
-        lines = ParsedLists.concat([ParsedLists(*(part[f] for f in fields)) for part in parts])
-        for part in parts:
-            flat_ids, pos = part["slot_ids"], 0
-            for n in part["n_slots"].tolist():
-                slot_ids.append(flat_ids[pos : pos + n])
-                pos += n
-            texts.extend(part["texts"])
-        n_rows = len(texts)
-        width = max(p["rank_RT"].shape[1] for p in parts)
-        n_resp = max(p["rewards_RNK"].shape[1] for p in parts)
-        k = parts[0]["rewards_RNK"].shape[2]
-        rank_RT = np.full((n_rows, width), -1, dtype=np.int64)
-        rewards = np.zeros((n_rows, n_resp, k), dtype=parts[0]["rewards_RNK"].dtype)
-        mask = np.zeros((n_rows, n_resp), dtype=bool)
-        r0 = 0
-        for p in parts:
-            n, t = p["rank_RT"].shape
-            rank_RT[r0 : r0 + n, :t] = p["rank_RT"]
-            nr = p["rewards_RNK"].shape[1]
-            rewards[r0 : r0 + n, :nr] = p["rewards_RNK"]
-            mask[r0 : r0 + n, :nr] = p["mask_RN"]
-            r0 += n
-        future.worker_s = [p["worker_s"] for p in parts]
-        future.worker_cpu_s = [p["worker_cpu_s"] for p in parts]
-        for p in parts:
-            for name, sec in p["timings"].items():
-                future.timings[name] = max(future.timings.get(name, 0.0), sec)
-        return ScoredRows(
-            request_ids=[rid for p in parts for rid in p["request_ids"]],
-            texts=texts,
-            lines=lines,
-            slot_ids=slot_ids,
-            rewards_RNK=torch.from_numpy(rewards),
-            mask_RN=torch.from_numpy(mask),
-            per_responder=parts[0]["per_responder"],
-            rank_RT=torch.from_numpy(rank_RT),
-            end_R=torch.from_numpy(np.concatenate([p["end_R"] for p in parts]).astype(np.int64)),
-            n_lines_R=torch.from_numpy(np.concatenate([p["n_lines_R"] for p in parts]).astype(np.int64)),
-            n_fallback=sum(p["n_fallback"] for p in parts),
-        )
+        """The shards' scored rows as one ``ScoredRows`` (``remark.scoring_shards.join_shards``); the
+        shards' wall / CPU seconds and stage timings go on ``future``."""
+        scored, future.worker_s, future.worker_cpu_s, future.timings = join_shards(parts)
+        return scored
 
     def close(self) -> None:
         """Stop the workers (idempotent)."""
@@ -373,24 +309,6 @@ def _main_module_hidden() -> Iterator[None]:
             main.__dict__.update(saved)
 
 
-def _dedupe(values: Sequence[Any]) -> tuple[list[Any], list[int]]:
-    """(distinct runs, index per row): a group's G rows carry equal columns, sent once."""
-    uniq: list[Any] = []
-    index: list[int] = []
-    for v in values:
-        if not uniq or not _equal(v, uniq[-1]):
-            uniq.append(v)
-        index.append(len(uniq) - 1)
-    return uniq, index
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):  # e.g. arrays: not deduplicated
-        return False
-
-
 def _worker_context() -> Any:
     """``forkserver`` (a clean server process that imports this module once and forks the workers: no
     CUDA state or threads of a training process), else ``spawn`` (Windows)."""
@@ -404,11 +322,3 @@ def _worker_context() -> Any:
     if not forkserver._forkserver._forkserver_pid:  # not started yet: choose what it imports
         ctx.set_forkserver_preload(["remark.scoring_pool"])
     return ctx
-
-
-def _shard_bounds(n_rows: int, workers: int, group_size: int | None) -> list[tuple[int, int]]:
-    """[a, b) row ranges: ``workers`` contiguous shards of whole groups, as equal as groups allow."""
-    unit = group_size if group_size and n_rows % group_size == 0 else 1
-    n_units = n_rows // unit
-    cuts = [(w * n_units) // workers * unit for w in range(workers + 1)]
-    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, 0)]

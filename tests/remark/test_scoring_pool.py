@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remark.scoring import RankScorer
-from remark.scoring_pool import ScoringPool, ScoringWorkerError, _shard_bounds
+from remark.scoring_pool import ScoringPool, ScoringWorkerError
+from remark.scoring_shards import shard_bounds
 from tests.remark.test_scoring_equivalence import ITEMS, K, _bpe, assert_same, batch, columns, encode
 from tests.remark.test_scoring_equivalence import catalog as catalog  # the fixture
 
@@ -65,11 +66,11 @@ def test_background_thread_equals_the_serial_path(catalog, tok, serial, scheme):
 
 
 def test_shards_are_whole_groups_in_order():
-    assert _shard_bounds(16, 2, 4) == [(0, 8), (8, 16)]
-    assert _shard_bounds(12, 2, 4) == [(0, 4), (4, 12)]
-    assert _shard_bounds(6, 4, 2) == [(0, 2), (2, 4), (4, 6)]  # fewer groups than workers
-    assert _shard_bounds(5, 2, 2) == [(0, 2), (2, 5)]  # not whole groups: rows
-    assert _shard_bounds(0, 2, 2) == [(0, 0)]
+    assert shard_bounds(16, 2, 4) == [(0, 8), (8, 16)]
+    assert shard_bounds(12, 2, 4) == [(0, 4), (4, 12)]
+    assert shard_bounds(6, 4, 2) == [(0, 2), (2, 4), (4, 6)]  # fewer groups than workers
+    assert shard_bounds(5, 2, 2) == [(0, 2), (2, 5)]  # not whole groups: rows
+    assert shard_bounds(0, 2, 2) == [(0, 0)]
 
 
 def test_an_error_in_a_worker_reaches_the_caller(pool, serial):
