@@ -108,6 +108,8 @@ class ParsedLists(Sequence):
     def split(self, values: Sequence) -> list[list]:
         """A column of L values (one per line, e.g. grounded ids) cut into R rows."""
         b = self.row_bounds()
+        if len(values) != b[-1]:
+            raise ValueError(f"split: {len(values)} values for {b[-1]} lines (one value per line)")
         return [list(values[b[r] : b[r + 1]]) for r in range(len(self.n_lines))]
 
     def rows(self) -> list[list[ParsedLine]]:

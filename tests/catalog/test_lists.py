@@ -100,6 +100,8 @@ def test_parsed_lists_round_trip_concat_split_and_refuse_ragged_columns():
     assert ParsedLists.from_rows(both.rows()) == both
     assert ParsedLists.from_rows(both) is both
     assert both.split(list(range(len(both.texts)))) == [[0, 1], [2], [], [3]]
+    with pytest.raises(ValueError, match="3 values for 4 lines"):
+        both.split([0, 1, 2])
     assert both != parse_lists(["1. Alien (1979)"])
     with pytest.raises(ValueError, match="sum\\(n_lines\\) = 2"):
         ParsedLists([1, 1], [0], [1], ["a"], ["a"], [None])
