@@ -108,11 +108,17 @@ def year_candidates(matcher: Matcher, year: int | None) -> _Candidates:
     if got is None:
         ix = matcher.index
         cand = ix.candidates(year, matcher.year_tolerance)
-        cand = cand[ix.entry_len[cand] >= matcher.min_fuzzy_len]
-        keys = matcher._keys[cand].tolist()
-        by_len = np.argsort(np.fromiter(map(len, keys), dtype=np.int64, count=len(keys)), kind="stable")
-        sorted_keys = [keys[i] for i in by_len.tolist()]
-        got = _Candidates(cand, keys, by_len, sorted_keys, list(map(len, sorted_keys)))
+        lengths = ix.entry_len[cand]  # len(key) per entry
+        keep = lengths >= matcher.min_fuzzy_len
+        cand, lengths = cand[keep], lengths[keep]
+        by_len = np.argsort(lengths, kind="stable")
+        got = _Candidates(
+            cand,
+            matcher._keys[cand].tolist(),
+            by_len,
+            matcher._keys[cand[by_len]].tolist(),
+            lengths[by_len].tolist(),
+        )
         if len(matcher._candidates) >= 4096:
             matcher._candidates.clear()
         matcher._candidates[year] = got
