@@ -23,8 +23,9 @@ folder that is not an earlier output of the same command is refused before any g
 
 Lines are parsed with ``catalog.lists.parse_lists`` (``parse_list``'s rules; every line a rank; the
 whole completion is kept, as Rank-GRPO's eval parses every line before compaction and the cut at k)
-and grounded with the dataset's grounding settings unless others are asked for (``eval.score.grounding_choice``: recorded in
-``metrics.json["settings"]["grounding"]``, a difference counted in ``warnings``). A model from a
+and grounded with the dataset's grounding settings unless others are asked for
+(``eval.score.grounding_choice``: recorded in ``metrics.json["settings"]["grounding"]``, a difference
+counted in ``warnings``). A model from a
 ``remark train`` run (``runs/x/best``) is checked against the grounding its run recorded
 (``eval.training_record``): a difference is a printed note, ``settings.grounding.training`` and
 ``warnings.grounding_differs_from_training``. ``split="all"`` evaluates every request of the dataset.

@@ -169,11 +169,8 @@ def modified_rewards(scored: ScoredRows, s: RankSettings, device: torch.device |
 
 def _parsed_in_first(lines: ParsedLists, k: int) -> list[int]:
     """Per row, how many of its first ``k`` lines have a title (from the columns, no ParsedLine built)."""
-    titles = lines.titles
-    return [
-        len(titles[lo : min(hi, lo + k)]) - titles[lo : min(hi, lo + k)].count(None)
-        for lo, hi in itertools.pairwise(lines.row_bounds())
-    ]
+    head = [lines.titles[lo : min(hi, lo + k)] for lo, hi in itertools.pairwise(lines.row_bounds())]
+    return [len(t) - t.count(None) for t in head]
 
 
 def _row_stats(scored: ScoredRows, rewards: torch.Tensor, mask_RN: torch.Tensor, k: int) -> torch.Tensor:
