@@ -1,32 +1,41 @@
 """``RankScorer.score`` vs the pre-change serial path on 256 completions per step (issue 13; run by hand).
 
-    python bench/scoring.py [--steps 5] [--warm-steps 3] [--workloads random,blurb,plain] \
-        [--pool-workers 2] [--data DIR] [--seed 0] [--json OUT.json]
+    python bench/scoring.py [--steps 5] [--warm-steps 8] [--workloads random,blurb,plain] \
+        [--pool-workers 2] [--pre-change c9c2260] [--data DIR] [--seed 0] [--json OUT.json]
 
-What is compared, in one process and one run: ``remark.scoring_reference.ReferenceScorer`` (the serial
-path as it was before issue 13, kept for this and for the equivalence tests) and ``RankScorer.score``
-(the new path), on the same rows (``bench/scoring_workloads.py``: random-token rows like gpu_check's,
-twenty-line "N. Title (Year) - blurb" lists with noise, plain "Title (Year)" lists; catalog: Reddit-v2's
-7,404 movies, skipped with a message when the data is absent), the same settings (K = 20, union reward,
-fuzzy grounding, G = 16) and the same step numbers. Every timed step asserts identical texts, lines,
-slot ids, rewards, token ranks and end indices.
+What is compared, in one run, each path in a process of its own (``bench/scoring_worker.py``: the paths
+would otherwise share ``normalize_title``'s cache and the parser's, and the second path of a step would
+find the first one's work done):
 
-- ``cold``: each timed step gets a new scorer of each kind (its matcher index is built before the clock
-  starts) and the process-wide caches (parser lines, ``normalize_title``) are emptied before each path.
-- ``warm``: one scorer of each kind scores ``--warm-steps`` batches first; the timed steps are further
+- ``new``: ``RankScorer.score`` of this checkout;
+- ``reference``: ``remark.scoring_reference.ReferenceScorer``, the pre-change stages kept in the package
+  for this and for the equivalence tests. It shares a few helpers with the new path (its docstring lists
+  them: ``normalize_title``, the matcher's rules, ``encode_rows``), which issue 13 made faster too, so
+  its ratio understates the change;
+- ``pre_change``: ``RankScorer.score`` of the commit before issue 13's speed-ups (``--pre-change``,
+  default c9c2260), extracted with ``git archive`` into a temporary folder and imported there: the
+  code as it was, whole. Skipped, with a message, in a checkout without that commit.
+
+The rows (``bench/scoring_workloads.py``: random-token rows like gpu_check's, twenty-line
+"N. Title (Year) - blurb" lists with noise, plain "Title (Year)" lists; catalog: Reddit-v2's 7,404
+movies, skipped with a message when the data is absent) are made here and sent to every path, with the
+same settings (K = 20, union reward, default grounding, G = 16) and step numbers. Every timed step
+compares a sha256 per output field (texts, lines, slot ids, rewards, token ranks, end indices) of every
+path with the new path's, and stops on a difference.
+
+- ``cold``: for each timed step every path builds a new scorer (its matcher index is built before the
+  clock starts) and empties its process caches.
+- ``warm``: every path's scorer scores ``--warm-steps`` batches first; the timed steps are further
   batches (new rows: the caches hold earlier steps' pieces, lines and titles, as in training).
 
-Work (``reference_ms``, ``new_ms``) is the CPU time of this process per ``score`` call
-(``time.process_time``: both paths are single-threaded, and CPU time barely moves with the machine's
-load, where wall time does); the wall times are reported beside them (``*_wall_ms``). Each timed call
-starts after a full ``gc.collect()`` (off the clock), so that the collection debt left by building scorers
-and batches, or by the other path, lands on neither; a call's own allocations still trigger the
-collections they would (without it a full collection of ~100 ms fell on a random path in cold steps,
-where scorers are rebuilt every step: per-step ratios 0.7-3.4 in one run). The two paths
-alternate which goes first each step. Medians over the timed steps; ``ratio``: the median of the
-per-step ratios reference / new (same step, same rows), with its min and max (the spread). Per-stage ms
-(wall) come from the scorers' ``last_timings`` (decode + offsets, parse, ground, rewards = responders +
-encoding + rewards, token ranks + end tokens).
+Work (``reference_ms``, ``new_ms``, ``pre_change_ms``) is the CPU time of the path's process per
+``score`` call (``time.process_time``: every path is single-threaded, and CPU time barely moves with the
+machine's load, where wall time does); the wall times are reported beside them (``*_wall_ms``). Each
+timed call starts after a full ``gc.collect()`` (off the clock). The paths take turns going first. Medians
+over the timed steps; ``ratio`` (= ``reference_ratio``) and ``pre_change_ratio``: the median of the
+per-step ratios path / new (same step, same rows), with their min and max. Per-stage ms (wall) come
+from the scorers' ``last_timings`` (decode + offsets, parse, ground, rewards = responders + encoding +
+rewards, token ranks + end tokens; the pre-change code has none).
 
 ``wait_ms`` is what a trainer step waits for scoring: the wall time from handing the rows to a
 ``remark.scoring_pool.ScoringPool`` of ``--pool-workers`` processes (warm: it has scored the warm-up
@@ -36,7 +45,8 @@ between generation and the reward call, so this is what such a step waits; with 
 sampling correction or beta > 0 the old / reference log-prob passes run in between and hide part of it.
 With ``--pool-workers 0`` it is the new serial path's wall time. ``pool_worker_ms`` / ``pool_worker_cpu_ms``:
 the slowest shard's wall / CPU time in its worker per step (on a loaded machine the wall time is mostly
-waiting for a core; the CPU time is the work a free core would do). The machine is shared: only ratios measured in the same run mean anything.
+waiting for a core; the CPU time is the work a free core would do). The machine is shared: only ratios
+measured in the same run mean anything.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -55,96 +66,112 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
+from scoring_worker import FIELDS, digest
 from scoring_workloads import GROUP, K, Workload, build_tokenizer
 
 from catalog.table import Catalog, load_catalog
-from remark.scoring import RankScorer, ScoredRows
-from remark.scoring_reference import ReferenceScorer
 
 STAGES = ("decode_offsets", "parse", "ground", "rewards", "token_ranks")
 
 
-def clear_process_caches() -> None:
-    """Empty the per-process caches both paths share or the new path keeps (what "cold" means)."""
-    from catalog import lists, normalize
-
-    normalize.normalize_title.cache_clear()
-    lists.clear_caches()
+PATHS = ("reference", "new", "pre_change")
+#: The last commit before issue 13's speed-ups (main after the rank_step refactor): the pre-change path.
+PRE_CHANGE_REV = "c9c2260"
 
 
-def assert_identical(new: ScoredRows, ref: ScoredRows, where: str) -> None:
-    checks = {
-        "texts": new.texts == ref.texts,
-        "lines": new.lines == ref.lines,
-        "slot_ids": new.slot_ids == ref.slot_ids,
-        "rewards": torch.equal(new.rewards_RNK, ref.rewards_RNK) and torch.equal(new.mask_RN, ref.mask_RN),
-        "rank_RT": torch.equal(new.rank_RT, ref.rank_RT),
-        "end_R": torch.equal(new.end_R, ref.end_R),
-    }
-    bad = [k for k, ok in checks.items() if not ok]
-    if bad:
-        raise AssertionError(f"{where}: the new path differs from the reference in {', '.join(bad)}")
+class PathProcess:
+    """One scoring path in its own process (``bench/scoring_worker.py``): no cache of one path can
+    serve another."""
+
+    def __init__(self, path: str, tree: str | None, catalog_path: Path, tokenizer_dir: str) -> None:
+        import multiprocessing as mp
+
+        from scoring_worker import serve
+
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=serve, args=(child, path, tree, str(catalog_path), tokenizer_dir, K, GROUP), daemon=True
+        )
+        self.proc.start()
+        child.close()
+
+    def ask(self, msg: Any) -> Any:
+        self.conn.send(msg)
+        if not self.conn.poll(600):
+            raise RuntimeError("a scoring path's process did not answer within 600 s")
+        return self.conn.recv()
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.proc.join(30)
 
 
-def new_scorer(catalog: Catalog, tokenizer: Any) -> RankScorer:
-    return RankScorer(catalog, tokenizer, k=K, scheme="union")
+def compare(digests: dict[str, dict[str, str]], where: str) -> None:
+    """Every path's digest equals the new path's, field by field."""
+    for path, d in digests.items():
+        bad = [f for f in FIELDS if d[f] != digests["new"][f]]
+        if bad:
+            raise AssertionError(f"{where}: the {path} path differs from the new path in {', '.join(bad)}")
 
 
-def timed(fn, *args, **kwargs) -> tuple[Any, float, float]:
-    """(result, CPU ms of this process, wall ms). A full collection runs first, off the clock: the garbage
-    of building scorers and batches (and of the other path) is not charged to whichever path runs next;
-    the call's own allocations still trigger the collections they would."""
-    gc.collect()
-    c0, t0 = time.process_time(), time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, 1e3 * (time.process_time() - c0), 1e3 * (time.perf_counter() - t0)
+def pre_change_tree(rev: str, into: Path) -> str | None:
+    """``git archive REV`` of this checkout, extracted under ``into`` (None, with a message, without git
+    history)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        tar = subprocess.run(["git", "-C", str(root), "archive", sha], capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"pre-change path skipped: {rev} is not in this checkout's history ({exc})", flush=True)
+        return None
+    import io
+    import tarfile
+
+    tree = into / f"pre_change_{sha[:12]}"
+    with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+        tf.extractall(tree, filter="data")
+    return str(tree)
 
 
-def run_workload(kind: str, catalog: Catalog, tokenizer: Any, a: argparse.Namespace) -> dict[str, Any]:
+def run_workload(
+    kind: str, catalog: Catalog, tokenizer: Any, a: argparse.Namespace, procs: dict
+) -> dict[str, Any]:
     load = Workload(kind, catalog, tokenizer, seed=a.seed)
     out: dict[str, Any] = {}
     for cache in ("cold", "warm"):
-        rec: dict[str, list] = {
-            "reference_ms": [],
-            "new_ms": [],
-            "ratio": [],
-            "reference_wall_ms": [],
-            "new_wall_ms": [],
-            "wait_ms": [],
-            "pool_worker_ms": [],
-            "pool_worker_cpu_ms": [],
-        }
-        stages: dict[str, dict[str, list[float]]] = {"reference": {}, "new": {}}
+        rec: dict[str, list] = {f"{p}_{m}": [] for p in procs for m in ("ms", "wall_ms")}
+        rec |= {f"{p}_ratio": [] for p in procs if p != "new"}
+        rec |= {"wait_ms": [], "pool_worker_ms": [], "pool_worker_cpu_ms": []}
+        stages: dict[str, dict[str, list[float]]] = {p: {} for p in procs}
         pool = None
         if cache == "warm":
-            scorer = new_scorer(catalog, tokenizer)
-            ref = ReferenceScorer(scorer)
+            warmup = [astuple(load.batch(1000 + s)) for s in range(a.warm_steps)]
+            for proc in procs.values():
+                proc.ask(("warm", warmup))
             pool = make_pool(catalog, tokenizer, a.pool_workers)
-            for s in range(a.warm_steps):
-                b = load.batch(1000 + s)
-                scorer.score(b.rows, b.columns, group_size=GROUP, step=s)
-                ref.score(b.rows, b.columns, group_size=GROUP, step=s)
+            for s, (rows, columns) in enumerate(warmup):
                 if pool is not None:
-                    pool.submit(b.rows, b.columns, group_size=GROUP, step=s).result()
+                    pool.submit(rows, columns, group_size=GROUP, step=s).result()
         for s in range(a.steps):
             b = load.batch(s)
-            if cache == "cold":
-                scorer = new_scorer(catalog, tokenizer)
-                ref = ReferenceScorer(scorer)
-            results: dict[str, tuple[ScoredRows, float, float]] = {}
-            for which in ("reference", "new") if s % 2 == 0 else ("new", "reference"):
-                if cache == "cold":
-                    clear_process_caches()
-                obj = ref if which == "reference" else scorer
-                results[which] = timed(obj.score, b.rows, b.columns, group_size=GROUP, step=s)
-                for stage, sec in obj.last_timings.items():
-                    stages[which].setdefault(stage, []).append(1e3 * sec)
-            assert_identical(results["new"][0], results["reference"][0], f"{kind} {cache} step {s}")
-            rec["reference_ms"].append(results["reference"][1])
-            rec["new_ms"].append(results["new"][1])
-            rec["ratio"].append(results["reference"][1] / results["new"][1])
-            rec["reference_wall_ms"].append(results["reference"][2])
-            rec["new_wall_ms"].append(results["new"][2])
+            order = list(procs) if s % 2 == 0 else list(procs)[::-1]
+            got = {p: procs[p].ask(("time", astuple(b), s, cache == "cold")) for p in order}
+            compare({p: g[3] for p, g in got.items()}, f"{kind} {cache} step {s}")
+            for p, (cpu, wall, st, _) in got.items():
+                rec[f"{p}_ms"].append(cpu)
+                rec[f"{p}_wall_ms"].append(wall)
+                if p != "new":
+                    rec[f"{p}_ratio"].append(cpu / got["new"][0])
+                for stage, ms in st.items():
+                    stages[p].setdefault(stage, []).append(ms)
             if cache == "warm":
                 if pool is not None:
                     gc.collect()
@@ -154,15 +181,19 @@ def run_workload(kind: str, catalog: Catalog, tokenizer: Any, a: argparse.Namesp
                     wait = 1e3 * (time.perf_counter() - t0)
                     rec["pool_worker_ms"].append(1e3 * max(future.worker_s))
                     rec["pool_worker_cpu_ms"].append(1e3 * max(future.worker_cpu_s))
-                    assert_identical(scored, results["reference"][0], f"{kind} pool step {s}")
+                    compare({"new": got["new"][3], "pool": digest(scored)}, f"{kind} pool step {s}")
                 else:
-                    wait = results["new"][2]
+                    wait = got["new"][1]
                 rec["wait_ms"].append(wait)
         if pool is not None:
             pool.close()
         out[cache] = summarize(rec, stages)
         print_line(kind, cache, out[cache])
     return {**out["warm"], "cold": out["cold"], "identical": True}
+
+
+def astuple(b: Any) -> tuple[list, dict]:
+    return (b.rows, b.columns)
 
 
 def make_pool(catalog: Catalog, tokenizer: Any, workers: int):
@@ -175,24 +206,23 @@ def make_pool(catalog: Catalog, tokenizer: Any, workers: int):
 
 def summarize(rec: dict[str, list], stages: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
     med = statistics.median
-    out: dict[str, Any] = {
-        "reference_ms": med(rec["reference_ms"]),
-        "new_ms": med(rec["new_ms"]),
-        "reference_wall_ms": med(rec["reference_wall_ms"]),
-        "new_wall_ms": med(rec["new_wall_ms"]),
-        "ratio": med(rec["ratio"]),
-        "ratio_min": min(rec["ratio"]),
-        "ratio_max": max(rec["ratio"]),
-        "steps": len(rec["ratio"]),
-        "stages_ms": {w: {k: med(v) for k, v in st.items()} for w, st in stages.items()},
-        "raw": rec,
-    }
+    out: dict[str, Any] = {}
+    for key, values in rec.items():
+        if not values:
+            continue
+        out[key] = med(values)
+        if key.endswith("_ratio"):
+            out[f"{key}_min"], out[f"{key}_max"] = min(values), max(values)
+    out["ratio"], out["ratio_min"], out["ratio_max"] = (
+        out["reference_ratio"],
+        out["reference_ratio_min"],
+        out["reference_ratio_max"],
+    )
     if rec["wait_ms"]:
-        out["wait_ms"] = med(rec["wait_ms"])
         out["wait_ms_max"] = max(rec["wait_ms"])
-    if rec["pool_worker_ms"]:
-        out["pool_worker_ms"] = med(rec["pool_worker_ms"])
-        out["pool_worker_cpu_ms"] = med(rec["pool_worker_cpu_ms"])
+    out["steps"] = len(rec["new_ms"])
+    out["stages_ms"] = {w: {k: med(v) for k, v in st.items()} for w, st in stages.items()}
+    out["raw"] = rec
     return out
 
 
@@ -200,9 +230,15 @@ def print_line(kind: str, cache: str, s: dict[str, Any]) -> None:
     st = s["stages_ms"]
     parts = " ".join(f"{k} {st['reference'].get(k, 0):.0f}/{st['new'].get(k, 0):.0f}" for k in STAGES)
     wait = f", wait {s['wait_ms']:.1f}" if "wait_ms" in s else ""
+    pre = (
+        f"; pre-change {s['pre_change_ms']:.1f} ms, ratio {s['pre_change_ratio']:.2f} "
+        f"({s['pre_change_ratio_min']:.2f}-{s['pre_change_ratio_max']:.2f})"
+        if "pre_change_ms" in s
+        else ""
+    )
     print(
         f"{kind:<7} {cache}: reference {s['reference_ms']:.1f} ms, new {s['new_ms']:.1f} ms{wait}; ratio "
-        f"{s['ratio']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f}); stages ref/new ms: {parts}",
+        f"{s['ratio']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f}){pre}; stages ref/new ms: {parts}",
         flush=True,
     )
 
@@ -228,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=None, help="folder holding reddit-v2-catalog/gt_catalog.csv")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument(
+        "--pre-change",
+        default=PRE_CHANGE_REV,
+        help="commit of the pre-change code, timed as a third path from `git archive` ('none': skip)",
+    )
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     path = find_catalog(a.data)
@@ -246,14 +287,24 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     results: dict[str, Any] = {}
-    for kind in [w.strip() for w in a.workloads.split(",") if w.strip()]:
-        results[kind] = run_workload(kind, catalog, tokenizer, a)
+    with tempfile.TemporaryDirectory(prefix="remark-bench-") as tmp:
+        tokenizer.save_pretrained(Path(tmp) / "tokenizer")
+        tree = None if a.pre_change == "none" else pre_change_tree(a.pre_change, Path(tmp))
+        trees = {"reference": None, "new": None} | ({} if tree is None else {"pre_change": tree})
+        procs = {p: PathProcess(p, t, path, str(Path(tmp) / "tokenizer")) for p, t in trees.items()}
+        try:
+            for kind in [w.strip() for w in a.workloads.split(",") if w.strip()]:
+                results[kind] = run_workload(kind, catalog, tokenizer, a, procs)
+        finally:
+            for proc in procs.values():
+                proc.close()
     doc = {
         "command": " ".join(["bench/scoring.py", *(argv if argv is not None else sys.argv[1:])]),
         "settings": vars(a),
         "load_before": load,
         "load_after": os.getloadavg(),
         "cpu_count": os.cpu_count(),
+        "pre_change_tree": None if tree is None else Path(tree).name,
         "workloads": results,
     }
     if a.json:
