@@ -59,9 +59,9 @@ from rapidfuzz import fuzz, process
 from catalog.errors import InputError
 from catalog.ground_ids import ground_ids
 from catalog.index import (
-    _NO_SUBTITLE,
     CatalogIndex,
     bare_key,
+    may_have_subtitle,
     number_signature,
     plural_key,
     raw_key,
@@ -286,11 +286,7 @@ class Matcher:
             )
         if self.mode == "normalized":
             return _none(blocked or f"no catalog title or alias normalises to {key!r}")
-        sub = (
-            self._subtitle(title, key, year)
-            if key in ix.by_head or not _NO_SUBTITLE.isdisjoint(title)
-            else None
-        )
+        sub = self._subtitle(title, key, year) if key in ix.by_head or may_have_subtitle(title) else None
         if sub is not None:
             return sub
         if blocked:

@@ -164,6 +164,9 @@ _title = st.lists(
 def test_normalize_title_equals_the_unguarded_code(s):
     assert normalize.normalize_title.__wrapped__(s) == _old_normalize(s)
     assert index.subtitle_heads(s) == _old_heads(s)
+    # the matcher's subtitle guard: the same as the set test it replaced, and never False on a subtitle
+    assert index.may_have_subtitle(s) == (not frozenset(":-–—(").isdisjoint(s))
+    assert index.may_have_subtitle(s) or _SUBTITLE.search(s) is None
 
 
 def test_normalize_title_by_hand():
