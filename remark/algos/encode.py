@@ -7,11 +7,13 @@ per-code tables carry one extra *sentinel* column at index ``V`` (= padded code-
 always empty, so a slot with no id (code -1) gathers zeros and no reward function needs a branch.
 
 This is the only place that touches strings; the rewards (``remark.algos.rewards``) are tensor
-gathers and compares on what this module returns. Encoding costs one dictionary look-up per id; the
-part of a row's code space that its request fixes (union, responders, seen: the same for a group's G
-rows) is built and checked once per run of rows with equal request columns and copied to each row,
-which then adds its slot ids (issue 13; the same codes and tables as building every row on its own,
-tests/algos/test_encode_requests.py).
+gathers and compares on what this module returns. Encoding costs one dictionary look-up per id (issue
+13): the part of a row's code space that its request fixes (union, responders, seen: the same for a
+group's G rows) is built and checked once per run of rows with equal request columns, its tables once
+per run and gathered for the run's rows; the ids a row adds (slot ids, its own responder's ids) are
+looked up in its request's codes in one ``map`` per run, and those new to the request are numbered in
+order of first appearance within their row by one ``np.unique`` over (row, id) pairs. The codes and
+tables are those of building every row on its own (tests/algos/test_encode_requests.py).
 
 Departure from Rank-GRPO: it matched titles per row against the responder's ground truth with a
 decrementing count; here grounding happens first (catalog ids, docs/method.md#parsing-and-grounding) and
@@ -21,6 +23,7 @@ a repeat of an earlier slot's id is never eligible, which is the same rule state
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,55 +173,64 @@ def encode_rows(
         raise ValueError("pass union (and counts) or responders: without them nothing can be rewarded")
     _check_groups(n_rows, group_size, request_ids, responder_index, responder_items)
 
-    item_RK = [[-1] * k for _ in range(n_rows)]
-    n_lines: list[int] = []
-    n_resp: list[int] = []
-    n_codes: list[int] = []
-    # index lists of the tables (row, [responder,] code[, count]), filled per row
-    seen_r: list[int] = []
-    seen_v: list[int] = []
-    count_r: list[int] = []
-    count_v: list[int] = []
-    count_c: list[int] = []
-    member_r: list[int] = []
-    member_n: list[int] = []
-    member_v: list[int] = []
-    drawn_r: list[int] = []
-    drawn_v: list[int] = []
-    key: tuple = ()
-    base: _RequestCodes | None = None
-    for r in range(n_rows):
-        prev, key = key, tuple(None if col is None else col[r] for col in (union, counts, responders, seen))
-        if base is None or not _same_request(key, prev):  # a group's G rows share their request's columns
-            base = _RequestCodes.build(r, *key)
-        codes = base.codes.copy()
-        if base.member_v:
-            member_r += [r] * len(base.member_v)
-            member_n += base.member_n
-            member_v += base.member_v
-        if base.count_v:
-            count_r += [r] * len(base.count_v)
-            count_v += base.count_v
-            count_c += base.count_c
-        if base.seen_v:
-            seen_r += [r] * len(base.seen_v)
-            seen_v += base.seen_v
-        n_resp.append(base.n_resp)
-        slots = slot_ids[r]
-        n_lines.append(len(slots))
-        row = item_RK[r]
-        for j, item in enumerate(slots[:k]):
-            if item is not None:
-                row[j] = codes.setdefault(item, len(codes))
+    runs = _request_runs(n_rows, (union, counts, responders, seen))
+    n_k = [min(len(slots), k) for slots in slot_ids]
+    slot_start = np.cumsum([0, *n_k])
+    # codes of the request columns' ids: the same for every row of a run (built and checked once)
+    bases: list[_RequestCodes] = []
+    drawn: list[list[int] | None] = [None] * n_rows
+    for r0, r1 in runs:
+        base = _RequestCodes.build(
+            r0, *(None if col is None else col[r0] for col in (union, counts, responders, seen))
+        )
+        bases.append(base)
         if responder_index is not None:
-            drawn = base.drawn(r, int(responder_index[r]))
-        elif responder_items is not None:
-            drawn = [codes.setdefault(item, len(codes)) for item in responder_items[r]]
-        else:
-            drawn = []
-        drawn_r += [r] * len(drawn)
-        drawn_v += drawn
-        n_codes.append(len(codes))
+            for r in range(r0, r1):
+                drawn[r] = base.drawn(r, int(responder_index[r]))
+    run_rows = np.array([r1 - r0 for r0, r1 in runs], dtype=np.int64)
+    n_base_R = np.repeat(np.array([len(b.codes) for b in bases], dtype=np.int64), run_rows)
+    # every id a row adds after its request's: slot ids (then, for per-responder rows, the row's own
+    # responder's ids) in order; a base code where the request has the id, else -1 ("new to this row")
+    seq, seq_row, seq_start, is_slot = _row_sequences(slot_ids, n_k, k, responder_items)
+    code = np.empty(len(seq), dtype=np.int64)
+    for (r0, r1), base in zip(runs, bases, strict=True):
+        a, b = int(seq_start[r0]), int(seq_start[r1])
+        code[a:b] = np.fromiter(map(base.codes.get, seq[a:b], itertools.repeat(-1)), np.int64, count=b - a)
+    none_slot = is_slot & np.fromiter(map(operator.is_, seq, itertools.repeat(None)), bool, count=len(seq))
+    new = np.flatnonzero((code < 0) & ~none_slot)
+    n_new_R = np.zeros(n_rows, dtype=np.int64)
+    if new.size:  # row-local codes n_base + 0, 1, ... in order of first appearance within the row
+        new_items = [seq[i] for i in new.tolist()]
+        ids = dict(zip(dict.fromkeys(new_items), itertools.count()))
+        gid = np.fromiter(map(ids.__getitem__, new_items), np.int64, count=len(new_items))
+        rows = seq_row[new]
+        _, first, inverse = np.unique(rows * len(ids) + gid, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # distinct (row, id) pairs by first position
+        pair_row = rows[first[order]]
+        row_begin = np.searchsorted(pair_row, pair_row, side="left")
+        local = np.empty(len(first), dtype=np.int64)
+        local[order] = n_base_R[pair_row] + np.arange(len(first)) - row_begin
+        code[new] = local[inverse.reshape(-1)]
+        n_new_R = np.bincount(pair_row, minlength=n_rows)
+    item = np.full((n_rows, k), -1, dtype=np.int64)
+    slot_code = code[is_slot]
+    slot_row = np.repeat(np.arange(n_rows), n_k)
+    item[slot_row, np.arange(len(slot_row)) - slot_start[slot_row]] = np.where(
+        none_slot[is_slot], -1, slot_code
+    )
+    if responder_items is not None:  # the row's own responder's ids: the tail of its sequence
+        drawn_r, drawn_v = seq_row[~is_slot], code[~is_slot]
+    elif responder_index is not None:
+        lens = [len(d) for d in drawn]  # type: ignore[arg-type]
+        drawn_r = np.repeat(np.arange(n_rows), lens)
+        drawn_v = np.fromiter(itertools.chain.from_iterable(drawn), np.int64, count=sum(lens))  # type: ignore[arg-type]
+    n_codes = n_base_R + n_new_R
+    n_lines = [len(slots) for slots in slot_ids]
+    n_resp = np.repeat(np.array([b.n_resp for b in bases], dtype=np.int64), run_rows).tolist()
+    run_of_row = torch.from_numpy(np.repeat(np.arange(len(runs)), run_rows))
+    member_j, member_n, member_v = _per_run(bases, "member_n", "member_v")
+    count_j, count_v, count_c = _per_run(bases, "count_v", "count_c")
+    seen_j, seen_v = _per_run(bases, "seen_v")
 
     n_max = max(n_resp, default=0)
     if max_responders is not None:
@@ -227,13 +239,15 @@ def encode_rows(
                 f"max_responders={max_responders} is below the largest n_x in these rows ({n_max})"
             )
         n_max = max_responders
-    width = max(n_codes, default=0) + 1  # + sentinel column
-    seen_RV = _bool_table((n_rows, width), seen_r, seen_v)
-    member_RNV = _bool_table((n_rows, n_max, width), member_r, member_n, member_v)
-    counts_RV = torch.zeros(n_rows, width, dtype=torch.float32)
-    if count_r:
-        counts_RV[_ints(count_r), _ints(count_v)] = _ints(count_c).to(torch.float32)
-    elif responders is not None and counts is None:
+    width = int(n_codes.max(initial=0)) + 1  # + sentinel column
+    # the request part of each table, one entry per run, then gathered for the run's rows
+    seen_RV = _bool_table((len(runs), width), seen_j, seen_v)[run_of_row]
+    member_RNV = _bool_table((len(runs), n_max, width), member_j, member_n, member_v)[run_of_row]
+    counts_RV = torch.zeros(len(runs), width, dtype=torch.float32)
+    if count_j:
+        counts_RV[_ints(count_j), _ints(count_v)] = _ints(count_c).to(torch.float32)
+    counts_RV = counts_RV[run_of_row]
+    if not count_j and responders is not None and counts is None:
         counts_RV = member_RNV.to(torch.float32).sum(1)
     if responders is not None and counts is not None:
         derived = member_RNV.to(torch.float32).sum(1)
@@ -246,7 +260,7 @@ def encode_rows(
             )
     resp_n = torch.tensor(n_resp, dtype=torch.int64)
     return EncodedRows(
-        item_RK=_int_table(item_RK, k).reshape(n_rows, k),
+        item_RK=torch.from_numpy(item),
         n_lines_R=torch.tensor(n_lines, dtype=torch.int64),
         seen_RV=seen_RV,
         counts_RV=counts_RV,
@@ -259,14 +273,59 @@ def encode_rows(
     )
 
 
-def _same_request(a: tuple, b: tuple) -> bool:
-    """The request columns of two rows are the same objects or equal (then so are their codes)."""
-    if len(a) != len(b):
-        return False
+def _request_runs(n_rows: int, columns: tuple) -> list[tuple[int, int]]:
+    """[r0, r1) runs of consecutive rows whose request columns are equal (a group's G rows share theirs)."""
+    cuts = [0]
+    same = [True] * max(n_rows - 1, 0)
+    for col in columns:
+        if col is not None:
+            try:
+                same = [s and (a is b or bool(a == b)) for s, a, b in zip(same, col[1:], col[:-1])]
+            except (TypeError, ValueError):  # e.g. arrays: compared one by one, as different
+                same = [s and _same(a, b) for s, a, b in zip(same, col[1:], col[:-1])]
+    cuts += [r + 1 for r, s in enumerate(same) if not s]
+    return list(zip(cuts, [*cuts[1:], n_rows])) if n_rows else []
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Two rows' column values are the same object or equal (then so are their codes)."""
     try:
-        return all(x is y or bool(x == y) for x, y in zip(a, b, strict=True))
+        return x is y or bool(x == y)
     except (TypeError, ValueError):  # e.g. arrays: compared as different
         return False
+
+
+def _row_sequences(
+    slot_ids: Sequence[Sequence[Hashable | None]],
+    n_k: list[int],
+    k: int,
+    responder_items: Sequence[Sequence[Hashable]] | None,
+) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+    """The ids each row adds after its request's, end to end: its first K slot ids, then (per-responder
+    rows) its own responder's ids. Returns (ids, row of each, start of each row (R + 1), is-a-slot)."""
+    if responder_items is None:
+        seq = list(itertools.chain.from_iterable(slots[:k] for slots in slot_ids))
+        lens = np.asarray(n_k, dtype=np.int64)
+        return seq, np.repeat(np.arange(len(n_k)), lens), np.cumsum([0, *n_k]), np.ones(len(seq), dtype=bool)
+    seq, flags, lens_l = [], [], []
+    for slots, own in zip(slot_ids, responder_items, strict=True):
+        head = list(slots[:k])
+        seq += head + list(own)
+        flags += [True] * len(head) + [False] * len(own)
+        lens_l.append(len(head) + len(own))
+    lens = np.asarray(lens_l, dtype=np.int64)
+    return seq, np.repeat(np.arange(len(lens)), lens), np.cumsum([0, *lens_l]), np.asarray(flags, dtype=bool)
+
+
+def _per_run(bases: list[_RequestCodes], *fields: str) -> list[list[int]]:
+    """(run, field...) index lists of a table that every row of a run takes from its request's codes."""
+    parts: list[list[int]] = [[] for _ in range(len(fields) + 1)]
+    for j, base in enumerate(bases):
+        values = [getattr(base, f) for f in fields]
+        parts[0] += [j] * len(values[0])
+        for part, v in zip(parts[1:], values, strict=True):
+            part += v
+    return parts
 
 
 @dataclass
@@ -333,21 +392,14 @@ class _RequestCodes:
         return got
 
 
-def _ints(values: list[int]) -> torch.Tensor:
-    return torch.from_numpy(np.fromiter(values, dtype=np.int64, count=len(values)))
+def _ints(values: Sequence[int] | np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.asarray(values, dtype=np.int64))
 
 
-def _int_table(rows: list, width: int) -> torch.Tensor:
-    """int64 (len(rows), width) from equal-length int sequences (``torch.tensor`` of the list, without its
-    per-element cost: one ``np.fromiter`` over the flattened ints)."""
-    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
-    return torch.from_numpy(flat.reshape(len(rows), width))
-
-
-def _bool_table(shape: tuple[int, ...], *index: list[int]) -> torch.Tensor:
+def _bool_table(shape: tuple[int, ...], *index: Sequence[int] | np.ndarray) -> torch.Tensor:
     """bool ``shape``, True at the positions given by one index list per dimension."""
     out = torch.zeros(shape, dtype=torch.bool)
-    if index[0]:
+    if len(index[0]):
         out[tuple(_ints(ix) for ix in index)] = True
     return out
 

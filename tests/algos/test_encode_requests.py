@@ -55,3 +55,65 @@ def test_a_bad_request_is_reported_at_its_first_row():
             k=5,
             **{**rows, "responder_index": [*rows["responder_index"][:9], 7, *rows["responder_index"][10:]]},
         )
+
+
+# ---- the vectorised encoding against a per-row statement of the code space ----------------------------
+def _per_row(slot_ids, *, k, union, counts, responders, seen, responder_index=None, responder_items=None):
+    """Each row on its own, as the module docstring states it: union ids first, then responders' and seen
+    ids, slot ids and the row's own responder's ids in first-seen order; tables from those codes."""
+    R = len(slot_ids)
+    rows = []
+    for r in range(R):
+        codes: dict = {}
+        for i in union[r]:
+            codes.setdefault(i, len(codes))
+        for items in responders[r]:
+            for i in items:
+                codes.setdefault(i, len(codes))
+        for i in seen[r]:
+            codes.setdefault(i, len(codes))
+        item = [-1] * k
+        for j, i in enumerate(slot_ids[r][:k]):
+            if i is not None:
+                item[j] = codes.setdefault(i, len(codes))
+        if responder_items is not None:
+            drawn = [codes.setdefault(i, len(codes)) for i in responder_items[r]]
+        else:
+            drawn = [codes[i] for i in responders[r][responder_index[r]]]
+        rows.append((codes, item, drawn))
+    V = max(len(c) for c, _, _ in rows) + 1
+    N = max(len(responders[r]) for r in range(R))
+    out = {
+        "item_RK": torch.tensor([item for _, item, _ in rows]),
+        "n_lines_R": torch.tensor([len(s) for s in slot_ids]),
+        "seen_RV": torch.zeros(R, V, dtype=torch.bool),
+        "counts_RV": torch.zeros(R, V),
+        "member_RNV": torch.zeros(R, N, V, dtype=torch.bool),
+        "drawn_RV": torch.zeros(R, V, dtype=torch.bool),
+    }
+    for r, (codes, _, drawn) in enumerate(rows):
+        for i in seen[r]:
+            out["seen_RV"][r, codes[i]] = True
+        for i, c in zip(union[r], counts[r], strict=True):
+            out["counts_RV"][r, codes[i]] = c
+        for n, items in enumerate(responders[r]):
+            for i in items:
+                out["member_RNV"][r, n, codes[i]] = True
+        out["drawn_RV"][r, drawn] = True
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("own", [False, True])
+def test_the_codes_and_tables_are_those_of_each_row_on_its_own(seed, own):
+    rows = random_rows(seed, n_requests=6, group_size=3, k=5)
+    slot_ids = rows.pop("slot_ids")
+    if own:  # per-responder rows: the row's own responder's ids, some of them new to its request
+        rows.pop("responder_index")
+        rows["responder_items"] = [[*r[0], f"own{i % 4}"] for i, r in enumerate(rows["responders"])]
+        enc = encode_rows(slot_ids, k=5, **rows)
+    else:
+        enc = encode_rows(slot_ids, k=5, group_size=3, **rows)
+    want = _per_row(slot_ids, k=5, **rows)
+    for name, table in want.items():
+        assert torch.equal(getattr(enc, name), table.to(getattr(enc, name).dtype)), name
