@@ -8,7 +8,8 @@ only its own caches, as it would in a trainer.
 
 ``serve(conn, path, tree, catalog_path, tokenizer_dir, k, group)`` answers commands on a ``multiprocessing`` pipe:
 
-- ``("warm", batches)``: a new scorer scores the batches (the warm-up), untimed;
+- ``("warm", batches)``: the process caches are emptied and a new scorer scores the batches (the
+  warm-up), untimed;
 - ``("time", batch, step, cold)``: score one batch and answer ``(cpu_ms, wall_ms, stages_ms, digest)``;
   with ``cold`` a new scorer is built and every process cache is emptied first (off the clock), else the
   warm scorer scores it;
@@ -108,8 +109,9 @@ def serve(
 
     warm = None
     while (msg := conn.recv()) is not None:
-        if msg[0] == "warm":
+        if msg[0] == "warm":  # from empty caches: the cold steps' rows are the warm steps' rows
             warm = new_scorer()
+            clear_process_caches()
             for step, (rows, columns) in enumerate(msg[1]):
                 warm.score(rows, columns, group_size=group, step=step)
             conn.send("ok")
