@@ -209,7 +209,7 @@ def title_years(
     got = list(map(_title_year_by_text.get, texts))
     if None not in got:
         return got  # type: ignore[return-value]
-    todo = list(dict.fromkeys(t for t, g in zip(texts, got, strict=True) if g is None))
+    todo = list(dict.fromkeys(itertools.compress(texts, map(operator.is_, got, itertools.repeat(None)))))
     answers = dict(zip(todo, _uncached(todo, features or _features_of), strict=True))
     cache = _title_year_by_text
     if len(cache) + len(todo) > _CACHE_SIZE:
@@ -218,13 +218,14 @@ def title_years(
         cache.update(answers)
     else:
         cache.update((t, a) for t, a in answers.items() if len(t) <= _CACHE_MAX_LEN)
-    got = [answers[t] if g is None else g for t, g in zip(texts, got, strict=True)]
-    return got  # type: ignore[return-value]
+    return list(map(answers.get, texts, got))  # a new line's answer, else the cached one
 
 
 #: The "N. " marker ``_features_of`` reads as a numbered line (1-3 ASCII digits, a period, a space:
-#: ``text.find(". ", 1, 5)`` after ASCII digits only), at the start of each line of a joined text.
-_MARKER = re.compile(r"^[0-9]{1,3}\. ", re.MULTILINE)
+#: ``text.find(". ", 1, 5)`` after ASCII digits only), after each newline of "\n" + the joined lines
+#: (a literal first character lets ``re`` jump between candidates; ``^`` with MULTILINE tries every
+#: position: 1.28 vs 1.85 ms on 3,360 blurb lines).
+_MARKER = re.compile(r"\n[0-9]{1,3}\. ")
 
 
 def _uncached(
@@ -241,21 +242,24 @@ def _uncached(
     ``_CACHE_MAX_LEN`` characters (``_features_of`` reads longer ones unnumbered); every other line
     goes to ``features``."""
     limit = _CACHE_MAX_LEN
-    short = [t for t in texts if len(t) <= limit]  # (a long line, e.g. random tokens, is not joined)
-    rests = _MARKER.sub("", "\n".join(short)).split("\n") if short else []
+    every = max(map(len, texts), default=0) <= limit
+    short = texts if every else [t for t in texts if len(t) <= limit]  # (a long line is not joined)
+    rests = _MARKER.sub("\n", "\n" + "\n".join(short)).split("\n")[1:] if short else []
     if len(rests) != len(short):
         raise ValueError("title_years reads single lines: one of the texts holds a newline")
-    rest_of = dict(zip(short, rests, strict=True))
-    tried = dict.fromkeys(r for r in rests if " (" in r)
+    tried = dict.fromkeys(itertools.compress(rests, map(operator.contains, rests, itertools.repeat(" ("))))
     items = {
         r: (m.group(1).strip(_TRIM), int(m.group(2)))
         for r, m in zip(tried, map(_SIMPLE.fullmatch, tried))
         if m is not None
     }
-    return [
-        item if (item := items.get(rest_of.get(t))) is not None else features(t)[1:3]  # type: ignore[arg-type]
-        for t in texts
-    ]
+    if every:  # rests are aligned with texts
+        out = list(map(items.get, rests))
+    else:  # a long line has no rest: None
+        out = list(map(items.get, map(dict(zip(short, rests, strict=True)).get, texts)))
+    for i in list(itertools.compress(range(len(out)), map(operator.is_, out, itertools.repeat(None)))):
+        out[i] = features(texts[i])[1:3]
+    return out  # type: ignore[return-value]
 
 
 def clear_caches() -> None:
