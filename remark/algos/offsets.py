@@ -275,15 +275,23 @@ class TokenOffsetMapper:
         first = np.zeros(flat.size, dtype=bool)
         first[row_start[nonempty]] = True
         self._grow(int(flat.max(initial=0)))
-        self._fill(flat[~first], flat[first])
-
-        # piece lengths (-1 = no piece) -> each token's end within its row, if the pieces are the text
-        piece_len = np.where(first, self._alone_len[flat], self._after_len[flat])
+        # piece lengths (-1 = no piece) -> each token's end within its row, if the pieces are the text;
+        # a first token's piece is its piece alone (one gather each, then the first tokens overwritten)
+        heads = row_start[nonempty]
+        piece_len = self._after_len[flat]
+        piece_len[heads] = self._alone_len[flat[heads]]
+        unknown = np.flatnonzero(piece_len == -1)  # ids never seen (in that position): decode them
+        if unknown.size:
+            at_head = first[unknown]
+            self._fill(flat[unknown[~at_head]], flat[unknown[at_head]])
+            ids = flat[unknown]
+            piece_len[unknown] = np.where(at_head, self._alone_len[ids], self._after_len[ids])
         csum = np.concatenate([[0], np.cumsum(np.maximum(piece_len, 0))])
         row_of = np.repeat(np.arange(n_rows), lengths)
         ends_flat = csum[1:] - csum[row_start[row_of]]
         has_piece = (np.bincount(row_of, weights=piece_len < 0, minlength=n_rows) == 0) & nonempty
-        exact = np.where(first, self._alone_ok[flat], self._after_ok[flat])
+        exact = self._after_ok[flat]
+        exact[heads] = self._alone_ok[flat[heads]]
         exact_R = (np.bincount(row_of, weights=~exact, minlength=n_rows) == 0) & has_piece
 
         # every row's pieces end to end (the first token's piece alone) in one gather of code points,
