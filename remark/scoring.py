@@ -35,13 +35,19 @@ from remark.algos.tokens import first_end_index
 def hashed_responder_index(
     request_ids: Sequence[str], n_responders: Sequence[int], *, seed: int, step: int
 ) -> list[int]:
-    """One responder per (seed, step, request): blake2b of ``"seed:step:request_id"`` modulo n_x."""
+    """One responder per (seed, step, request): blake2b of ``"seed:step:request_id"`` modulo n_x (hashed
+    once per distinct request id: a group's G rows share theirs)."""
     out = []
+    drawn: dict[tuple[str, int], int] = {}
     for rid, n in zip(request_ids, n_responders, strict=True):
-        if n < 1:
-            raise ValueError(f"request {rid!r} has no responder to draw")
-        digest = hashlib.blake2b(f"{seed}:{step}:{rid}".encode(), digest_size=8).digest()
-        out.append(int.from_bytes(digest, "little") % int(n))
+        key = (f"{seed}:{step}:{rid}", n)
+        got = drawn.get(key)
+        if got is None:
+            if n < 1:
+                raise ValueError(f"request {rid!r} has no responder to draw")
+            digest = hashlib.blake2b(key[0].encode(), digest_size=8).digest()
+            got = drawn[key] = int.from_bytes(digest, "little") % int(n)
+        out.append(got)
     return out
 
 
