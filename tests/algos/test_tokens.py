@@ -218,6 +218,10 @@ def test_token_rank_rejects_bad_spans():
         )
     with pytest.raises(ValueError, match="lines has 2 rows"):
         token_rank_index([[], []], off, k=2)
+    # tokens must tile the text in order (the segment search relies on it)
+    back = TokenOffsets(["abcd"], np.array([[0, 2, 1]]), np.array([[2, 4, 3]]), 0)
+    with pytest.raises(ValueError, match="go backwards"):
+        token_rank_index([[ParsedLine(0, 0, 4, "abcd", None, None)]], back, k=2)
 
 
 def test_token_advantages_hand_values():
