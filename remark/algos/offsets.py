@@ -89,6 +89,15 @@ def _rows(completion_ids: Any, completion_mask: Any | None) -> tuple[list[list[i
     return ids, max((len(r) for r in ids), default=0)
 
 
+def _all_per_row(flags: np.ndarray, heads: np.ndarray, nonempty: np.ndarray) -> np.ndarray:
+    """bool per row: every token's flag is set (False for an empty row). ``heads``: where each non-empty
+    row starts in the flat tokens (strictly increasing), so one ``logical_and.reduceat`` covers them."""
+    out = np.zeros(len(nonempty), dtype=bool)
+    if len(heads):
+        out[nonempty] = np.logical_and.reduceat(flags, heads)
+    return out
+
+
 def _rust_decoder(tokenizer: Any) -> Any | None:
     """The Rust ``tokenizers.Tokenizer`` when decoding through it gives ``batch_decode``'s text, else None.
 
@@ -289,10 +298,10 @@ class TokenOffsetMapper:
         csum = np.concatenate([[0], np.cumsum(np.maximum(piece_len, 0))])
         row_of = np.repeat(np.arange(n_rows), lengths)
         ends_flat = csum[1:] - csum[row_start[row_of]]
-        has_piece = (np.bincount(row_of, weights=piece_len < 0, minlength=n_rows) == 0) & nonempty
+        has_piece = _all_per_row(piece_len >= 0, heads, nonempty)
         exact = self._after_ok[flat]
         exact[heads] = self._alone_ok[flat[heads]]
-        exact_R = (np.bincount(row_of, weights=~exact, minlength=n_rows) == 0) & has_piece
+        exact_R = _all_per_row(exact, heads, nonempty) & has_piece
 
         # every row's pieces end to end (the first token's piece alone) in one gather of code points,
         # then one slice per row
