@@ -10,7 +10,7 @@ This is the only place that touches strings; the rewards (``remark.algos.rewards
 gathers and compares on what this module returns. Encoding costs one dictionary look-up per id (issue
 13): the part of a row's code space that its request fixes (union, responders, seen: the same for a
 group's G rows) is built and checked once per run of rows with equal request columns, its tables once
-per run and gathered for the run's rows; the ids a row adds (slot ids, its own responder's ids) are
+per run and gathered for the run's rows (numpy arrays, which the returned tensors share); the ids a row adds (slot ids, its own responder's ids) are
 looked up in its request's codes in one ``map`` per run, and those new to the request are numbered in
 order of first appearance within their row by one ``np.unique`` over (row, id) pairs. The codes and
 tables are those of building every row on its own (tests/algos/test_encode_requests.py).
@@ -227,7 +227,7 @@ def encode_rows(
     n_codes = n_base_R + n_new_R
     n_lines = [len(slots) for slots in slot_ids]
     n_resp = np.repeat(np.array([b.n_resp for b in bases], dtype=np.int64), run_rows).tolist()
-    run_of_row = torch.from_numpy(np.repeat(np.arange(len(runs)), run_rows))
+    run_of_row = np.repeat(np.arange(len(runs)), run_rows)
     member_j, member_n, member_v = _per_run(bases, "member_n", "member_v")
     count_j, count_v, count_c = _per_run(bases, "count_v", "count_c")
     seen_j, seen_v = _per_run(bases, "seen_v")
@@ -240,36 +240,35 @@ def encode_rows(
             )
         n_max = max_responders
     width = int(n_codes.max(initial=0)) + 1  # + sentinel column
-    # the request part of each table, one entry per run, then gathered for the run's rows
+    # the request part of each table, one entry per run, then gathered for the run's rows (numpy: a
+    # few small arrays, where torch's indexing costs more per call; the tensors share their memory)
     seen_RV = _bool_table((len(runs), width), seen_j, seen_v)[run_of_row]
     member_RNV = _bool_table((len(runs), n_max, width), member_j, member_n, member_v)[run_of_row]
-    counts_RV = torch.zeros(len(runs), width, dtype=torch.float32)
-    if count_j:
-        counts_RV[_ints(count_j), _ints(count_v)] = _ints(count_c).to(torch.float32)
+    counts_RV = np.zeros((len(runs), width), dtype=np.float32)
+    counts_RV[count_j, count_v] = count_c
     counts_RV = counts_RV[run_of_row]
     if not count_j and responders is not None and counts is None:
-        counts_RV = member_RNV.to(torch.float32).sum(1)
+        counts_RV = member_RNV.sum(1, dtype=np.float32)
     if responders is not None and counts is not None:
-        derived = member_RNV.to(torch.float32).sum(1)
-        bad = (derived != counts_RV).any(1).nonzero().flatten()
-        if bad.numel():
+        bad = np.flatnonzero((member_RNV.sum(1, dtype=np.float32) != counts_RV).any(1))
+        if bad.size:
             r = int(bad[0])
             raise ValueError(
                 f"row {r}: counts {list(counts[r])} disagree with the responders' lists (c_i must be the number "
-                f"of responders naming union[i]); {bad.numel()} rows disagree"
+                f"of responders naming union[i]); {bad.size} rows disagree"
             )
-    resp_n = torch.tensor(n_resp, dtype=torch.int64)
+    resp_n = np.asarray(n_resp, dtype=np.int64)
     return EncodedRows(
         item_RK=torch.from_numpy(item),
         n_lines_R=torch.tensor(n_lines, dtype=torch.int64),
-        seen_RV=seen_RV,
-        counts_RV=counts_RV,
-        member_RNV=member_RNV,
-        responder_mask_RN=torch.arange(n_max)[None, :] < resp_n[:, None],
-        n_responders_R=resp_n.to(torch.float32),
+        seen_RV=torch.from_numpy(seen_RV),
+        counts_RV=torch.from_numpy(counts_RV),
+        member_RNV=torch.from_numpy(member_RNV),
+        responder_mask_RN=torch.from_numpy(np.arange(n_max)[None, :] < resp_n[:, None]),
+        n_responders_R=torch.from_numpy(resp_n.astype(np.float32)),
         drawn_RV=None
         if responder_index is None and responder_items is None
-        else _bool_table((n_rows, width), drawn_r, drawn_v),
+        else torch.from_numpy(_bool_table((n_rows, width), drawn_r, drawn_v)),
     )
 
 
@@ -392,15 +391,10 @@ class _RequestCodes:
         return got
 
 
-def _ints(values: Sequence[int] | np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.asarray(values, dtype=np.int64))
-
-
-def _bool_table(shape: tuple[int, ...], *index: Sequence[int] | np.ndarray) -> torch.Tensor:
+def _bool_table(shape: tuple[int, ...], *index: Sequence[int] | np.ndarray) -> np.ndarray:
     """bool ``shape``, True at the positions given by one index list per dimension."""
-    out = torch.zeros(shape, dtype=torch.bool)
-    if len(index[0]):
-        out[tuple(_ints(ix) for ix in index)] = True
+    out = np.zeros(shape, dtype=bool)
+    out[tuple(np.asarray(ix, dtype=np.int64) for ix in index)] = True
     return out
 
 
