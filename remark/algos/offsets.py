@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +88,9 @@ def _rows(completion_ids: Any, completion_mask: Any | None) -> tuple[list[list[i
         )
     ids = [list(map(int, row)) for row in completion_ids]
     return ids, max((len(r) for r in ids), default=0)
+
+
+_REPLACEMENT = re.compile("\ufffd")
 
 
 def _all_per_row(flags: np.ndarray, heads: np.ndarray, nonempty: np.ndarray) -> np.ndarray:
@@ -209,14 +213,30 @@ class TokenOffsetMapper:
         self._after_ok = np.concatenate([self._after_ok, np.zeros(extra, dtype=bool)])
         self._alone_ok = np.concatenate([self._alone_ok, np.zeros(extra, dtype=bool)])
 
-    def _exact_piece(self, i: int, piece: str) -> bool:
-        return self._unplain is not None and i not in self._unplain and "\ufffd" not in piece
+    def _exact_pieces(self, ids: list[int], pieces: list[str]) -> np.ndarray | bool:
+        """Per piece: it is its share of any decode (a byte-level decoder, not an added plain token, no
+        U+FFFD in it); the U+FFFD test is one search in the pieces joined by NUL."""
+        if self._unplain is None or not ids:
+            return False
+        joined = "\0".join(pieces)
+        bad = np.zeros(len(pieces), dtype=bool)
+        if "\ufffd" in joined:
+            starts = np.cumsum([0, *(len(p) + 1 for p in pieces[:-1])])
+            at = [m.start() for m in _REPLACEMENT.finditer(joined)]
+            bad[np.searchsorted(starts, at, side="right") - 1] = True
+        if self._unplain:
+            bad |= np.isin(np.asarray(ids, dtype=np.int64), np.fromiter(self._unplain, np.int64))
+        return ~bad
 
     def _unseen(self, ids: np.ndarray, known: dict) -> list[int]:
-        """Distinct ids of ``ids`` that are not keys of ``known``, ascending."""
+        """Distinct ids of ``ids`` that are not keys of ``known``, ascending (a mark per vocabulary id,
+        not a sort: a cold batch has ~100k of them)."""
         table = self._after_len if known is self._after else self._alone_len
-        fresh = ids[table[ids] == -1]
-        return np.unique(fresh).tolist() if fresh.size else []
+        if not ids.size:
+            return []
+        marked = np.zeros(self._cap, dtype=bool)
+        marked[ids] = True
+        return np.flatnonzero(marked & (table == -1)).tolist()
 
     def _fill(self, later: np.ndarray, first: np.ndarray) -> None:
         """Decode the pieces of ids not seen before (``later``: after the anchor; ``first``: alone)."""
@@ -229,16 +249,16 @@ class TokenOffsetMapper:
             kept = [(i, p) for i, p in zip(new_after, pieces, strict=True) if p is not None]
             self._store_many([i for i, _ in kept], [p for _, p in kept])
             self._after_len[new_after] = [-2 if p is None else len(p) for p in pieces]
-            self._after_ok[[i for i, _ in kept]] = [self._exact_piece(i, p) for i, p in kept]
+            self._after_ok[[i for i, _ in kept]] = self._exact_pieces(
+                [i for i, _ in kept], [p for _, p in kept]
+            )
         new_alone = self._unseen(first, self._alone)
         if new_alone:
             pieces = self._decode([[i] for i in new_alone])
             self._alone.update(zip(new_alone, pieces, strict=True))
             self._store_many([self._cap + i for i in new_alone], pieces)
             self._alone_len[new_alone] = [len(p) for p in pieces]
-            self._alone_ok[new_alone] = [
-                self._exact_piece(i, p) for i, p in zip(new_alone, pieces, strict=True)
-            ]
+            self._alone_ok[new_alone] = self._exact_pieces(new_alone, pieces)
 
     def _store_many(self, keys: list[int], pieces: list[str]) -> None:
         """Append the pieces' code points to the store, one encode for all (``keys``: id, or cap + id for

@@ -113,3 +113,13 @@ def test_flat_rows_refuse_lengths_that_do_not_add_up(bpe):
         FlatRows(np.array([1, 2, 3]), np.array([1, 1]))
     with pytest.raises(ValueError, match="no completion_mask"):
         TokenOffsetMapper(bpe)(FlatRows(np.array([1]), np.array([1])), torch.ones(1, 1))
+
+
+def test_exact_pieces_is_the_per_piece_rule(bpe):
+    mapper = TokenOffsetMapper(bpe)
+    plain_added = bpe.convert_tokens_to_ids("<plain-added>")
+    pieces = ["ab", "\ufffd", "x\ufffd", "", "\0\ufffd", "\0", "é", "c\ufffdd\ufffd", "zz"]
+    ids = [5, 6, 7, 8, 9, 10, plain_added, 12, 13]
+    want = [i != plain_added and "\ufffd" not in p for i, p in zip(ids, pieces)]
+    assert mapper._exact_pieces(ids, pieces).tolist() == want
+    assert mapper._exact_pieces([], []) is False
