@@ -57,6 +57,8 @@ def plural_key(key: str) -> str:
 
 def bare_key(key: str) -> str:
     """A normalised key without its leading article: "the godfather" -> "godfather"."""
+    if not key.startswith(("the ", "a ", "an ")):  # what ``_ARTICLE`` needs (most keys: no regex call)
+        return key
     return _ARTICLE.sub("", key, count=1)
 
 

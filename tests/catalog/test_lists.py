@@ -164,6 +164,10 @@ _title = st.lists(
 def test_normalize_title_equals_the_unguarded_code(s):
     assert normalize.normalize_title.__wrapped__(s) == _old_normalize(s)
     assert index.subtitle_heads(s) == _old_heads(s)
+    # bare_key's prefix guard: the regex alone gives the same key
+    key = normalize.normalize_title.__wrapped__(s)
+    assert index.bare_key(key) == index._ARTICLE.sub("", key, count=1)
+    assert index.bare_key(s) == index._ARTICLE.sub("", s, count=1)
     # the matcher's subtitle guard: the same as the set test it replaced, and never False on a subtitle
     assert index.may_have_subtitle(s) == (not frozenset(":-–—(").isdisjoint(s))
     assert index.may_have_subtitle(s) or _SUBTITLE.search(s) is None
@@ -177,3 +181,16 @@ def test_normalize_title_by_hand():
     assert f("  Fast & Furious\t") == "fast and furious"
     assert f("Straße") == "strasse"
     assert index.subtitle_heads("Heat") == [] and index.subtitle_heads("Alien: Covenant") == ["alien"]
+    b = index.bare_key
+    assert (b("the godfather"), b("a quiet place"), b("an education")) == (
+        "godfather",
+        "quiet place",
+        "education",
+    )
+    assert (b("theory"), b("the "), b("an "), b("a"), b("the the end")) == (
+        "theory",
+        "the ",
+        "an ",
+        "a",
+        "the end",
+    )
