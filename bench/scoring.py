@@ -153,7 +153,7 @@ def run_workload(
         stages: dict[str, dict[str, list[float]]] = {p: {} for p in procs}
         pool = None
         if cache == "warm":
-            warmup = [astuple(load.batch(1000 + s)) for s in range(a.warm_steps)]
+            warmup = [rows_and_columns(load.batch(1000 + s)) for s in range(a.warm_steps)]
             for proc in procs.values():
                 proc.ask(("warm", warmup))
             pool = make_pool(catalog, tokenizer, a.pool_workers)
@@ -163,7 +163,7 @@ def run_workload(
         for s in range(a.steps):
             b = load.batch(s)
             order = list(procs) if s % 2 == 0 else list(procs)[::-1]
-            got = {p: procs[p].ask(("time", astuple(b), s, cache == "cold")) for p in order}
+            got = {p: procs[p].ask(("time", rows_and_columns(b), s, cache == "cold")) for p in order}
             compare({p: g[3] for p, g in got.items()}, f"{kind} {cache} step {s}")
             for p, (cpu, wall, st, _) in got.items():
                 rec[f"{p}_ms"].append(cpu)
@@ -192,7 +192,8 @@ def run_workload(
     return {**out["warm"], "cold": out["cold"], "identical": True}
 
 
-def astuple(b: Any) -> tuple[list, dict]:
+def rows_and_columns(b: Any) -> tuple[list, dict]:
+    """What a path process is sent for a batch: its rows and dataset columns."""
     return (b.rows, b.columns)
 
 

@@ -10,10 +10,11 @@ This is the only place that touches strings; the rewards (``remark.algos.rewards
 gathers and compares on what this module returns. Encoding costs one dictionary look-up per id (issue
 13): the part of a row's code space that its request fixes (union, responders, seen: the same for a
 group's G rows) is built and checked once per run of rows with equal request columns, its tables once
-per run and gathered for the run's rows (numpy arrays, which the returned tensors share); the ids a row adds (slot ids, its own responder's ids) are
-looked up in its request's codes in one ``map`` per run, and those new to the request are numbered in
-order of first appearance within their row by one ``np.unique`` over (row, id) pairs. The codes and
-tables are those of building every row on its own (tests/algos/test_encode_requests.py).
+per run and gathered for the run's rows (numpy arrays, which the returned tensors share); the ids a
+row adds (slot ids, its own responder's ids) are looked up in its request's codes in one ``map`` per
+run, and those new to the request are numbered in order of first appearance within their row by one
+``np.unique`` over (row, id) pairs. The codes and tables are those of building every row on its own
+(tests/algos/test_encode_requests.py).
 
 Departure from Rank-GRPO: it matched titles per row against the responder's ground truth with a
 decrementing count; here grounding happens first (catalog ids, docs/method.md#parsing-and-grounding) and
@@ -278,10 +279,7 @@ def _request_runs(n_rows: int, columns: tuple) -> list[tuple[int, int]]:
     same = [True] * max(n_rows - 1, 0)
     for col in columns:
         if col is not None:
-            try:
-                same = [s and (a is b or bool(a == b)) for s, a, b in zip(same, col[1:], col[:-1])]
-            except (TypeError, ValueError):  # e.g. arrays: compared one by one, as different
-                same = [s and _same(a, b) for s, a, b in zip(same, col[1:], col[:-1])]
+            same = [s and _same(a, b) for s, a, b in zip(same, col[1:], col[:-1])]
     cuts += [r + 1 for r, s in enumerate(same) if not s]
     return list(zip(cuts, [*cuts[1:], n_rows])) if n_rows else []
 
