@@ -7,7 +7,7 @@ Run on one GPU (an H200 here; nothing else is needed, no network, no vLLM):
     python bench/gpu_check.py --out /tmp/x --smoke  # CPU, tiny model, 2 steps per run, for the tests
 
 What it does. Builds a synthetic pooled dataset (``data_prep.synthetic``) and a random-init Qwen2 model of
-``remark.tiny.realistic_spec()`` shape (hidden 896, 24 layers, 14/2 heads, FFN 4864; the tokenizer is
+``remark.run.tiny_model.realistic_spec()`` shape (hidden 896, 24 layers, 14/2 heads, FFN 4864; the tokenizer is
 trained locally on the catalog, the prompts and made-up filler words until it has the spec's vocabulary,
 so the LM head and logits have realistic size), loaded in bf16 (``model_init_kwargs.dtype``, ``bf16``,
 gradient checkpointing as the GPU recipes). For each G it trains ``RemarkGRPOTrainer`` (union reward,
@@ -74,7 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from trainer_overhead import KINDS, build_world, common_args, median_of, timed_run
 
-from remark.tiny import TinySpec, realistic_spec
+from remark.run.tiny_model import TinySpec, realistic_spec
 
 GIB = 2**30
 SMOKE_SPEC = TinySpec(
@@ -190,7 +190,7 @@ def max_prompt_tokens(world, k: int) -> int:
     """Tokens of the longest training prompt with the chat template and the generation prompt."""
     from transformers import AutoTokenizer
 
-    from remark.data import training_rows
+    from remark.run.sampling import training_rows
 
     tok = AutoTokenizer.from_pretrained(world.model_dir)
     prompts = training_rows(world.ds, split="train", sampling="uniform", k=k)["prompt"].to_list()
@@ -468,7 +468,7 @@ def _check(a: argparse.Namespace, out: Path, cuda: bool, t_start: float, deadlin
         world.info["max_prompt_tokens"] = max_prompt_tokens(world, a.k)
     device = device_info(cuda)
     model = (
-        f"random-init Qwen2 ({'smoke TinySpec' if a.smoke else 'remark.tiny.realistic_spec'}: hidden "
+        f"random-init Qwen2 ({'smoke TinySpec' if a.smoke else 'remark.run.tiny_model.realistic_spec'}: hidden "
         f"{spec.hidden_size}, {spec.num_hidden_layers} layers, {spec.num_attention_heads}/"
         f"{spec.num_key_value_heads} heads, FFN {spec.intermediate_size}, vocab {world.info['vocab']}), "
         f"{'bf16' if cuda else 'fp32'}"

@@ -13,7 +13,7 @@ not depend on the threshold), then every threshold is applied to the recorded sc
 
 Speed: ``--speed-n`` generated titles (perturbations of random items, absent titles, exact titles)
 grounded by a fresh ``Matcher.ground_many`` (cold cache), again (warm cache), against the per-pair
-reference loop (``catalog.reference``: the naive rapidfuzz loop, same answers by construction, checked
+reference loop (``catalog.oracles.matcher``: the naive rapidfuzz loop, same answers by construction, checked
 on the sample) and difflib (``get_close_matches`` over all keys), both timed on ``--sample`` titles and
 extrapolated. Ratios are against the naive loop measured in the same run.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from catalog import GroundingSettings, Matcher, load_catalog, normalize_title
 from catalog.match import SCORERS
-from catalog.reference import reference_ground
+from catalog.oracles.matcher import reference_ground
 
 KINDS = ["control", "case", "punctuation", "article", "year", "typo", "subtitle"]
 _SUB = re.compile(r"\s*:\s+|\s+[-–—]\s+")
@@ -228,7 +228,7 @@ def speed(cat, queries, absent, args, rng: random.Random) -> None:
     print("\n| method | seconds for all titles | x faster than naive loop |")
     print("|---|---|---|")
     print(
-        f"| naive per-pair rapidfuzz loop (catalog.reference; {len(sample)} titles, extrapolated) | {naive:.1f} | 1.0 |"
+        f"| naive per-pair rapidfuzz loop (catalog.oracles.matcher; {len(sample)} titles, extrapolated) | {naive:.1f} | 1.0 |"
     )
     print(
         f"| difflib get_close_matches ({len(dl_sample)} titles, extrapolated) | {difflib_t:.1f} | {naive / difflib_t:.2f} |"

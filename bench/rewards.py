@@ -5,7 +5,7 @@ Run by hand (not a test):
 
 Times, per scheme, (1) ``rank_rewards`` + ``rank_advantages`` (group scaling) on already encoded rows,
 the part a trainer runs after gathering, (2) ``encode_rows`` (strings -> tensors, once per batch), and
-(3) the loop reference ``remark.algos.reference`` (rewards + advantages from the same Python lists),
+(3) the loop reference ``remark.oracles.rank_loops`` (rewards + advantages from the same Python lists),
 all in the same run; prints medians and the speed-up of (1) and of (1)+(2) over (3). Goal: (1) >= 50x
 faster than (3) and under 5 ms.
 """
@@ -19,7 +19,7 @@ import time
 import torch
 
 from remark.algos import encode_rows, per_responder, rank_advantages, rank_rewards
-from remark.algos.reference import random_rows, reference_advantages, reference_rewards
+from remark.oracles.rank_loops import random_rows, reference_advantages, reference_rewards
 
 
 def _median_ms(fn, repeat: int) -> float:

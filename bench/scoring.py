@@ -8,7 +8,7 @@ would otherwise share ``normalize_title``'s cache and the parser's, and the seco
 find the first one's work done):
 
 - ``new``: ``RankScorer.score`` of this checkout;
-- ``reference``: ``remark.scoring_reference.ReferenceScorer``, the pre-change stages kept in the package
+- ``reference``: ``remark.oracles.scorer_reference.ReferenceScorer``, the pre-change stages kept in the package
   for this and for the equivalence tests. It shares a few helpers with the new path (its docstring lists
   them: ``normalize_title``, the matcher's rules, ``encode_rows``), which issue 13 made faster too, so
   its ratio understates the change;
@@ -38,7 +38,7 @@ from the scorers' ``last_timings`` (decode + offsets, parse, ground, rewards = r
 rewards, token ranks + end tokens; the pre-change code has none).
 
 ``wait_ms`` is what a trainer step waits for scoring: the wall time from handing the rows to a
-``remark.scoring_pool.ScoringPool`` of ``--pool-workers`` processes (warm: it has scored the warm-up
+``remark.scoring.pool.ScoringPool`` of ``--pool-workers`` processes (warm: it has scored the warm-up
 steps) to holding the ``ScoredRows`` (submit, the workers' row stages, the join and the batch part in
 this process), with nothing overlapped: TRL with transformers generation and beta = 0 runs nothing
 between generation and the reward call, so this is what such a step waits; with vLLM's importance
@@ -200,7 +200,7 @@ def rows_and_columns(b: Any) -> tuple[list, dict]:
 def make_pool(catalog: Catalog, tokenizer: Any, workers: int):
     if workers <= 0:
         return None
-    from remark.scoring_pool import ScoringPool
+    from remark.scoring.pool import ScoringPool
 
     return ScoringPool(catalog, tokenizer, workers=workers, k=K, scheme="union")
 

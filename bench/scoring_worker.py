@@ -15,7 +15,7 @@ only its own caches, as it would in a trainer.
   warm scorer scores it;
 - ``None``: exit.
 
-``path`` is ``"new"`` (``remark.scoring.RankScorer``), ``"reference"`` (``remark.scoring_reference``'s
+``path`` is ``"new"`` (``remark.scoring.scorer.RankScorer``), ``"reference"`` (``remark.oracles.scorer_reference``'s
 ``ReferenceScorer``: the pre-change stages with the helpers it shares with the new path) or
 ``"pre_change"``: ``RankScorer`` of the code in ``tree``, a checkout of the commit before issue 13's
 speed-ups (bench/scoring.py extracts it with ``git archive``), imported ahead of the installed package.
@@ -87,7 +87,11 @@ def serve(
     from transformers import AutoTokenizer
 
     from catalog.table import load_catalog
-    from remark.scoring import RankScorer
+
+    try:
+        from remark.scoring.scorer import RankScorer
+    except ImportError:  # an older tree, where the scorer was the module remark.scoring
+        from remark.scoring import RankScorer
 
     torch.set_num_threads(1)
     if tree is not None and not os.path.realpath(sys.modules["remark"].__file__).startswith(
@@ -102,7 +106,7 @@ def serve(
     def new_scorer() -> Any:
         scorer = RankScorer(catalog, tokenizer, k=k, scheme="union")
         if path == "reference":
-            from remark.scoring_reference import ReferenceScorer
+            from remark.oracles.scorer_reference import ReferenceScorer
 
             return ReferenceScorer(scorer)
         return scorer

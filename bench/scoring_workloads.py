@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from catalog.table import Catalog
-from remark.tiny import train_tokenizer
+from remark.run.tiny_model import train_tokenizer
 
 GROUP = 16
 ROWS = 256
@@ -52,7 +52,7 @@ def pseudo_word(rng: np.random.Generator) -> str:
 
 
 def build_tokenizer(catalog: Catalog, *, vocab_size: int = 32000, seed: int = 0) -> Any:
-    """Byte-level BPE (``remark.tiny.train_tokenizer``) on catalog lists, blurbs and made-up words."""
+    """Byte-level BPE (``remark.run.tiny_model.train_tokenizer``) on catalog lists, blurbs and made-up words."""
     rng = np.random.default_rng(seed)
     titles, years = catalog.df["title"].to_list(), catalog.df["year"].to_list()
     corpus = []

@@ -28,8 +28,8 @@ Breakdown per step (``time.perf_counter`` around the methods, on subclasses that
 - ``loss``: ``training_step`` minus input preparation (forward, loss, backward);
 - ``rest``: everything else in the step (the rest of TRL's scoring, optimizer step, bookkeeping).
 
-The model: a ~1M-parameter Qwen2 (``remark.tiny.TinySpec``) with a tokenizer trained on the catalog's
-titles and the prompts, SFT-warmed for ``--sft-steps`` steps on ``noisy`` targets (``remark.sft``) so
+The model: a ~1M-parameter Qwen2 (``remark.run.tiny_model.TinySpec``) with a tokenizer trained on the catalog's
+titles and the prompts, SFT-warmed for ``--sft-steps`` steps on ``noisy`` targets (``remark.run.sft``) so
 that it writes list-shaped "Title (Year)" lines (most of which ground only fuzzily or not at all, as
 early in RL); ``--sft-steps 0`` keeps random weights (garbage lines, completions run to the cap). The
 built world is cached under ``--work-dir`` and reused.
@@ -64,9 +64,9 @@ from trl import GRPOConfig, GRPOTrainer
 
 from data_prep.dataset import PooledDataset, load_dataset
 from remark.config import RemarkGRPOConfig
-from remark.data import training_dataset, training_rows
-from remark.tiny import TinySpec, build_tiny_model
-from remark.trainer import RemarkGRPOTrainer
+from remark.run.sampling import training_dataset, training_rows
+from remark.run.tiny_model import TinySpec, build_tiny_model
+from remark.step.trainer import RemarkGRPOTrainer
 
 KINDS = ("remark", "plain")
 
@@ -148,7 +148,7 @@ def build_world(
     base = build_tiny_model(work / "base", corpus, spec=spec, seed=seed)
     built = {"build_s": time.perf_counter() - t0}
     if sft_steps:
-        from remark.sft import SFTSettings, run_sft
+        from remark.run.sft import SFTSettings, run_sft
 
         t1 = time.perf_counter()
         args = {
@@ -551,7 +551,7 @@ def write_cpu_profile(a: argparse.Namespace, world: World) -> dict[str, Any]:
     profile = {
         "device": f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"{torch.get_num_threads()} torch threads)",
-        "model": f"remark.tiny.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
+        "model": f"remark.run.tiny_model.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
         "points": profile_points(runs, a.warmup),
         "settings": {
             "prompts": a.prompts,

@@ -56,7 +56,6 @@ import numpy as np
 import polars as pl
 from rapidfuzz import fuzz, process
 
-from catalog.errors import InputError
 from catalog.ground_ids import ground_ids
 from catalog.index import (
     CatalogIndex,
@@ -78,6 +77,7 @@ from catalog.settings import (
     GroundingSettings,
     Mode,  # noqa: F401  (re-exported)
 )
+from catalog.shared.errors import InputError
 from catalog.table import Catalog
 
 __all__ = [

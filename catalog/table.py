@@ -33,8 +33,8 @@ from typing import Literal
 
 import polars as pl
 
-from catalog.errors import InputError
-from catalog.io import atomic_write, read_table, table_format
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_write, read_table, table_format
 
 __all__ = ["CATALOG_SCHEMA", "Catalog", "load_catalog"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 UTF8_HINT = "save it as UTF-8, e.g. with iconv -f latin1 -t utf-8"
 

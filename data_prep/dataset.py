@@ -9,7 +9,7 @@ Layout (``remark prep --out DIR``)::
     meta.json               source, domain, has_years, instruction_included, grounding (+ how it was prepared)
     stats.json              data_prep.stats.dataset_stats, plus "prep": what was skipped or noted
 
-The directory is written with ``catalog.io.atomic_dir`` as a ``"prep"`` output (its marker,
+The directory is written with ``catalog.shared.outputs.atomic_dir`` as a ``"prep"`` output (its marker,
 ``.remark-output.json``, says so): a killed run leaves the old directory or none, and an existing folder
 that is not an earlier dataset, or that is or holds one of the inputs, is refused.
 
@@ -35,16 +35,16 @@ from typing import Any
 
 import polars as pl
 
-from catalog.errors import InputError
-from catalog.io import atomic_dir
 from catalog.match import GroundingSettings
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_dir
 from catalog.table import Catalog, load_catalog
 from data_prep.card import dataset_card
 from data_prep.pool import expand_responders
 from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
 from data_prep.stats import dataset_stats
 
-#: the ``catalog.io.atomic_dir`` kind of a dataset directory.
+#: the ``catalog.shared.outputs.atomic_dir`` kind of a dataset directory.
 DATASET_KIND = "prep"
 FILES = ("requests.parquet", "responder_rows.parquet", "catalog.parquet", "meta.json", "stats.json")
 META_KEYS = ("source", "domain", "has_years", "instruction_included")
@@ -94,7 +94,7 @@ def write_dataset(
     responder rows and left out of ``requests.parquet``). ``grounding`` is the matcher's settings
     (``matcher.settings``), written as ``meta["grounding"]``; legacy grounding keys in ``meta`` are dropped.
     ``inputs`` (the files it was read from) are never replaced; ``force`` replaces a folder that is not an
-    earlier dataset (``catalog.io.atomic_dir``).
+    earlier dataset (``catalog.shared.outputs.atomic_dir``).
     A dataset card (``README.md``, ``data_prep.card``) with the pooled statistics goes in the same folder;
     ``command`` (the command line that wrote it) is recorded in the card and in ``meta["command"]``.
     """

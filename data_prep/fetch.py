@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.errors import InputError
-from catalog.io import atomic_write
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_write
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 ADAPTER_CONFIG = "adapter_config.json"
 PEFT_HINT = "pip install 'remark[lora]' (or pip install peft)"
@@ -127,7 +127,7 @@ def load_causal_lm(
 
 def merge_adapter(path: str | Path, out: str | Path, *, base: str | Path | None = None) -> Path:
     """Write the merged model (safetensors) and the tokenizer to ``out``, atomically; returns ``out``."""
-    from catalog.io import atomic_dir
+    from catalog.shared.outputs import atomic_dir
 
     if not is_adapter_dir(path):
         raise InputError("not an adapter folder (no adapter_config.json)", path=path, field="--adapter")

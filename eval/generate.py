@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from data_prep.prompts import build_messages
 
 Engine = Literal["auto", "transformers", "vllm"]

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from catalog.errors import InputError
-from catalog.io import atomic_write, check_inputs, iter_jsonl
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_write, check_inputs, iter_jsonl
 
 
 def _check_list(answers: object, path: Path, row: int | None, qid: str) -> list[str]:

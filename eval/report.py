@@ -1,7 +1,7 @@
 """Markdown tables and PNG plots for scores, paired comparisons and validation curves.
 
 Plots use matplotlib's object API on the Agg canvas (``matplotlib.figure.Figure``; no pyplot, no global
-backend state), and are written atomically (``catalog.io.atomic_write``). Tables say how the numbers were
+backend state), and are written atomically (``catalog.shared.outputs.atomic_write``). Tables say how the numbers were
 made (compaction, matching, CI method), since Rank-GRPO-comparable and union numbers differ. Slot-filter
 variants (``"per_responder/drop_ooc"``, docs/metrics.md) get their own tables, one per view, after the main
 one; the plots show the plain views only.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from catalog.io import atomic_write
+from catalog.shared.outputs import atomic_write
 from eval.steps import Curve
 from eval.views import ALL_VIEWS
 

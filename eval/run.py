@@ -1,7 +1,7 @@
 """``remark eval run``: generate lists for a split, ground, score, bootstrap, write every output atomically.
 
 Outputs in ``out_dir``, written together into one temporary folder and swapped in once complete
-(``catalog.io.atomic_dir``, kind ``"eval-run"``; ``remark eval score --out`` writes kind ``"eval-score"``):
+(``catalog.shared.outputs.atomic_dir``, kind ``"eval-run"``; ``remark eval score --out`` writes kind ``"eval-score"``):
 a killed run leaves the previous complete folder or none, never files of two runs side by side, and a
 folder that is not an earlier output of the same command is refused before any generation:
 
@@ -42,10 +42,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from catalog.errors import InputError
-from catalog.io import atomic_dir, check_output_dir
 from catalog.lists import parse_lists
 from catalog.match import GroundingSettings, Matcher
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_dir, check_output_dir
 from data_prep.dataset import load_dataset
 from eval.adapters import adapter_base, is_adapter_dir
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
@@ -80,7 +80,7 @@ def parse_and_ground(
     return parsed.split(flat), matcher.ground_lines(parsed)
 
 
-#: ``catalog.io.atomic_dir`` kinds of the two output folders.
+#: ``catalog.shared.outputs.atomic_dir`` kinds of the two output folders.
 SCORE_KIND = "eval-score"
 RUN_KIND = "eval-run"
 

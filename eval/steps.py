@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from catalog.errors import InputError
-from catalog.io import iter_jsonl
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import iter_jsonl
 from eval.bootstrap import BootstrapConfig, bootstrap_sums, intervals
 from eval.views import split_key, weight_column, weights_for
 

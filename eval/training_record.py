@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
 from catalog.match import GroundingSettings
+from catalog.shared.errors import InputError
 
 #: the run files that record a run's grounding, in the order they are read (the first one found wins)
 RECORDS = ("train_summary.json", "remark_config.json")

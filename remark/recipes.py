@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 RECIPE_DIR = Path(__file__).resolve().parent / "configs" / "recipes"
 

@@ -56,7 +56,7 @@ def _install(ready: str, point: str) -> None:
 
         os.replace = replace
     elif what in ("ckpt-optimizer", "ckpt-marker"):
-        import remark.checkpoint as ckpt
+        import remark.step.checkpoint as ckpt
 
         name = "save_optimizer_state" if what == "ckpt-optimizer" else "write_complete_marker"
         original_fn = getattr(ckpt, name)

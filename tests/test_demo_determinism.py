@@ -20,7 +20,7 @@ import pytest
 
 from remark.demo import default_settings
 from remark.demo.jobs import Job, run_jobs
-from remark.demo.threads import THREAD_ENV, apply_threads, worker_env
+from remark.demo.worker_env import THREAD_ENV, apply_threads, worker_env
 
 
 def _digest(path: Path) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from catalog.io import OUTPUT_MARKER, clean_stale
+from catalog.shared.outputs import OUTPUT_MARKER, clean_stale
 from remark.cli.main import main
 from tests.eval.conftest import write_tiny_dataset
 from tests.killable import run_and_kill

@@ -9,7 +9,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: module -> the public names it had before the split (data_prep/schema.py, remark/train.py, remark/cli/eval.py)
+#: module -> the public names it had before the split (data_prep/schema.py, remark/run/training.py, remark/cli/eval.py)
 PUBLIC = {
     "data_prep.schema": (
         "DOMAINS EPOCH_MAX_S IDS MESSAGE MESSAGES OPTIONAL_SCHEMA PROVENANCE_SCHEMA REQUESTS_SCHEMA "
@@ -17,7 +17,7 @@ PUBLIC = {
         "bad_timestamp bad_year check_column_types flag_rows normalize_prompt normalize_split parse_timestamp "
         "parse_year validate_threads"
     ),
-    "remark.train": (
+    "remark.run.training": (
         "FINAL_KIND MERGED_KIND RUN_OUTPUTS SETUP_OUTPUTS TINY_DEFAULTS build_tiny_assets policy_model "
         "prepare_output_dir previous_run resume_checkpoint resume_group_size run_training tensorboard_logs"
     ),
@@ -38,11 +38,11 @@ def test_public_names_still_import_from_where_they_were(module):
 def test_the_moved_names_are_the_same_objects():
     import data_prep.schema as schema
     import remark.cli.eval as cli_eval
-    import remark.train as train
+    import remark.run.training as train
     from data_prep.schema.checks import validate_threads
     from remark.cli.eval.score import run_score
-    from remark.run_dir import prepare_output_dir
-    from remark.tiny_assets import build_tiny_assets
+    from remark.run.build_tiny import build_tiny_assets
+    from remark.run.output_dir import prepare_output_dir
 
     assert schema.validate_threads is validate_threads
     assert train.prepare_output_dir is prepare_output_dir and train.build_tiny_assets is build_tiny_assets
@@ -51,7 +51,13 @@ def test_the_moved_names_are_the_same_objects():
 
 @pytest.mark.parametrize(
     "folder",
-    ["data_prep/schema", "remark/cli/eval", "remark/run_dir.py", "remark/tiny_assets.py", "remark/train.py"],
+    [
+        "data_prep/schema",
+        "remark/cli/eval",
+        "remark/run/output_dir.py",
+        "remark/run/build_tiny.py",
+        "remark/run/training.py",
+    ],
 )
 def test_the_parts_are_under_400_lines_and_say_what_they_hold(folder):
     path = REPO / folder

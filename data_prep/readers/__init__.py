@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from data_prep.readers.protoqa import read_protoqa
 from data_prep.readers.reddit import read_reddit
 from data_prep.readers.redial import read_redial

@@ -17,9 +17,9 @@ from typing import Any
 
 import polars as pl
 
-from catalog.errors import InputError
-from catalog.io import read_table, table_format
 from catalog.normalize import split_title_year
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import read_table, table_format
 from catalog.text import utf8_error
 from data_prep.schema import Report, flag_rows
 
@@ -174,7 +174,7 @@ def read_rows(
 
     JSON lines read ``fields`` as strings, with the JSON kinds of ``kinds`` checked; CSV cells are strings and ``row`` counts the header as row 1,
     as a spreadsheet shows it; parquet keeps its types and ``row`` is the 1-based row index. CSV and
-    parquet are read by ``catalog.io.read_table``.
+    parquet are read by ``catalog.shared.outputs.read_table``.
     """
     path = Path(path)
     fmt = table_format(path)

@@ -1,6 +1,6 @@
 """Analysis of the ProtoQA CPU experiment: paired CIs, steps-to-reach, curves, plots, a markdown report.
 
-Reads the library's validation output (``remark.callbacks.ValidationCallback``, the eval-log contract of
+Reads the library's validation output (``remark.run.callbacks.ValidationCallback``, the eval-log contract of
 docs/architecture.md) of every run ``<out>/runs/<method>_s<seed>/``:
 
 - validation half of the held-out respondents: greedy at the run root (``eval_log.jsonl``,
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from catalog.io import atomic_write
+from catalog.shared.outputs import atomic_write
 from eval.bootstrap import BootstrapConfig, compare, intervals
 from eval.steps import REACH_CI, read_eval_log, steps_to_reach, validation_curve
 from eval.views import weighted_means

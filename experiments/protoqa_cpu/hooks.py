@@ -1,13 +1,13 @@
 """Small trainer callbacks of the ProtoQA CPU experiment; validation itself is the library's.
 
-- ``Side``: runs one ``remark.callbacks.ValidationCallback`` (greedy + sampled lists, eval-log contract)
+- ``Side``: runs one ``remark.run.callbacks.ValidationCallback`` (greedy + sampled lists, eval-log contract)
   and times it; with ``subdir`` its outputs go to ``<output_dir>/<subdir>/`` instead of the run root, so
   one run can be validated on the validation half of the held-out respondents (run root, as
   ``validation_data_dir`` would) and scored on the test half (``<run>/test/``) at the same steps.
   Both sides use the same sampling seed and the same question order, so they score the same lists.
 - ``Progress``: ``{"step", "max_steps", "wall_s"}`` after every step, for the launcher's progress bar.
 - ``LogHistory``: the trainer's ``log_history`` to ``<output_dir>/train_log.jsonl`` at the end of
-  training (``remark.train.run_training`` writes a summary, not the history).
+  training (``remark.run.training.run_training`` writes a summary, not the history).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from catalog.io import atomic_write
+from catalog.shared.outputs import atomic_write
 
 # ValidationCallback keeps a best checkpoint by ``metric``; a key it never logs keeps none (the best step
 # is chosen afterwards from the logs, on the validation side, and read on the test side).

@@ -11,12 +11,12 @@ Stages (each skipped when its outputs exist with the same settings; ``--fresh`` 
    held-out side, itself split 50/50 again into a validation half (``<out>/data/valid``) and a test half
    (``<out>/data/test``) when ``data.test_fraction`` is set.
 2. model: byte-level BPE tokenizer (vocab 4096) and a ~1M-parameter Qwen2 model, built locally.
-3. sft: the noisy warm-up (``remark.sft.run_sft``, targets ``noisy``) on the train side, validated on
+3. sft: the noisy warm-up (``remark.run.sft.run_sft``, targets ``noisy``) on the train side, validated on
    the validation half every ``sft.eval_every`` steps (``sft_model/eval_log.jsonl``, ``sampled/``).
 4. train: for each seed, ReMaRk (union, uniform) and Rank-GRPO (responder, per_responder) side by side,
    one torch thread each, from the same warm-up, equal steps and prompts per step
-   (``remark.train.run_training``). Validation at step 0 and every ``eval.every`` steps on all questions
-   by ``remark.callbacks.ValidationCallback``: greedy and ``num_samples`` sampled lists, on the
+   (``remark.run.training.run_training``). Validation at step 0 and every ``eval.every`` steps on all questions
+   by ``remark.run.callbacks.ValidationCallback``: greedy and ``num_samples`` sampled lists, on the
    validation half (run root, and ``sampled/``) and on the test half (``test/``, ``test/sampled/``).
 5. analysis (``analyze.py``): paired CIs at the final and best steps (best chosen on the validation
    half, reported on both), steps-to-reach, curves, plots.
@@ -60,7 +60,7 @@ def done(path: Path, settings: Any) -> bool:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    from catalog.io import atomic_write
+    from catalog.shared.outputs import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as tmp:
@@ -181,7 +181,7 @@ def sides(out: Path) -> list[str]:
 
 
 def validation(cfg: dict[str, Any], out: Path, side: str, *, every: int, per_step: int, metric: str) -> Any:
-    """``remark.callbacks.ValidationCallback`` on one held-out side, greedy + sampled lists, timed.
+    """``remark.run.callbacks.ValidationCallback`` on one held-out side, greedy + sampled lists, timed.
 
     The validation side logs at the run root (as ``validation_data_dir`` would), the test side under
     ``<run>/test/``. Same sampling seed for every side, step, seed and method: the sides score the same
@@ -191,7 +191,7 @@ def validation(cfg: dict[str, Any], out: Path, side: str, *, every: int, per_ste
 
     from catalog.match import GroundingSettings
     from data_prep.dataset import load_dataset
-    from remark.callbacks import ValidationCallback
+    from remark.run.callbacks import ValidationCallback
 
     e = cfg["eval"]
     inner = ValidationCallback(
@@ -222,9 +222,9 @@ def build_sft(cfg: dict[str, Any], out: Path) -> Path:
     from hooks import NO_CHECKPOINT  # beside this file
 
     from data_prep.dataset import load_dataset
-    from remark.data import prompt_messages
-    from remark.sft import SFTSettings, run_sft
-    from remark.tiny import TinySpec, build_tiny_model
+    from remark.run.sampling import prompt_messages
+    from remark.run.sft import SFTSettings, run_sft
+    from remark.run.tiny_model import TinySpec, build_tiny_model
 
     ds = load_dataset(out / "data" / "train")
     t0, c0 = time.monotonic(), cpu_seconds()
@@ -300,13 +300,13 @@ def run_settings(cfg: dict[str, Any], method: str, seed: int) -> dict[str, Any]:
 
 
 def worker(cfg: dict[str, Any], out: Path, method: str, seed: int) -> None:
-    """One GRPO run through ``remark.train.run_training``, validated by the library's callback on the
+    """One GRPO run through ``remark.run.training.run_training``, validated by the library's callback on the
     validation half (best checkpoint by the primary metric in ``best/``) and scored on the test half."""
     one_thread()
     from hooks import NO_CHECKPOINT, LogHistory, Progress  # beside this file
 
     from remark.config import RemarkGRPOConfig
-    from remark.train import run_training
+    from remark.run.training import run_training
 
     g, e = cfg["grpo"], cfg["eval"]
     if g["steps"] % e["every"]:

@@ -1,6 +1,6 @@
 """Rank-level rewards and advantages: registered, vectorised pure functions (no I/O, no trainer state).
 
-Flow for a trainer (R = B * G completion rows, groups of G consecutive rows; ``remark.rank_step`` runs
+Flow for a trainer (R = B * G completion rows, groups of G consecutive rows; ``remark.step.rank_step`` runs
 it on scored rows):
 
     enc = encode_rows(slot_ids, k=K, union=..., counts=..., responders=..., seen=..., responder_index=...)

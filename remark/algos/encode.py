@@ -135,7 +135,7 @@ def encode_rows(
         Ids already named in the request; never rewarded.
     responder_index : R ints, optional
         The drawn responder of each row (``responder`` scheme); the same within a group
-        (one per group: ``remark.scoring.hashed_responder_index``).
+        (one per group: ``remark.scoring.scorer.hashed_responder_index``).
     responder_items : R sequences, optional
         The row's own responder's ids, for per-responder rows (Rank-GRPO's view). Exclusive with
         ``responder_index``.

@@ -152,7 +152,7 @@ class TokenOffsetMapper:
     >>> offsets = mapper(completion_ids, completion_mask)  # doctest: +SKIP
 
     Speed (issue 13; the same texts and offsets as the pre-change loop kept in
-    ``remark.scoring_reference.ReferenceOffsetMapper``): decoding goes straight to the Rust tokenizer
+    ``remark.oracles.scorer_reference.ReferenceOffsetMapper``): decoding goes straight to the Rust tokenizer
     when the tokenizer's ``batch_decode`` is transformers' own and its space clean-up is a no-op
     (``_rust_decoder``), which skips transformers' per-token ``to_py_obj`` checks; piece lengths,
     cumulative ends and padding are numpy over the whole batch. With a byte-level decoder (GPT-2, Qwen,
@@ -280,7 +280,7 @@ class TokenOffsetMapper:
 
     def __call__(self, completion_ids: Any, completion_mask: Any | None = None) -> TokenOffsets:
         """Offsets for (R, T) ids: a tensor with optional mask, R unpadded lists (as TRL hands them to a
-        reward function), or :class:`FlatRows` (the rows end to end, as ``remark.scoring_pool`` ships them)."""
+        reward function), or :class:`FlatRows` (the rows end to end, as ``remark.scoring.pool`` ships them)."""
         if isinstance(completion_ids, FlatRows):
             if completion_mask is not None:
                 raise ValueError("FlatRows carry their own lengths: pass no completion_mask")

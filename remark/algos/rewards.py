@@ -49,7 +49,7 @@ def responder_reward(enc: EncodedRows) -> torch.Tensor:
     if enc.drawn_RV is None:
         raise ValueError(
             "the responder scheme needs the scored responder: pass responder_index (pooled rows, see "
-            "remark.scoring.hashed_responder_index) or responder_items (per-responder rows) to encode_rows"
+            "remark.scoring.scorer.hashed_responder_index) or responder_items (per-responder rows) to encode_rows"
         )
     hit = enc.drawn_RV.gather(1, enc.index_RK)
     return (eligibility(enc) & hit).to(torch.float32)

@@ -5,7 +5,7 @@ Example::
     remark eval run --model runs/remark/best --data data/reddit-v2 --split test --out runs/remark/test
     remark card runs/remark/best --test runs/remark/test      # README.md now has the test section with CIs
 
-The card is re-rendered from the folder's ``card.json`` (``remark.cards``); nothing else in it changes.
+The card is re-rendered from the folder's ``card.json`` (``remark.run.cards``); nothing else in it changes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from remark.cards import add_test_metrics
+    from remark.run.cards import add_test_metrics
 
     print(f"wrote {add_test_metrics(args.model, args.test)}")
     return 0

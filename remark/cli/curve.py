@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 X_CHOICES = ("steps", "samples", "gpu_hours")
 

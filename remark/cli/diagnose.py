@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
-from catalog.io import iter_jsonl
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import iter_jsonl
 from remark.cli.args import positive_int
-from remark.cli.grounding import add_grounding_flags, print_notes, requested_grounding
+from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
 
 
 def add_parser(subparsers) -> None:
@@ -137,7 +137,7 @@ def _ground_completions(texts: dict[str, list[str]], catalog: Any, grounding: An
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from catalog.io import atomic_write, check_inputs
+    from catalog.shared.outputs import atomic_write, check_inputs
     from data_prep.dataset import load_dataset
     from remark.diagnose import diagnose, popularity_lists, popularity_prior
 

@@ -25,8 +25,8 @@ import json
 import sys
 from pathlib import Path
 
-from catalog.errors import InputError
-from remark.cli.grounding import add_grounding_flags, print_notes, requested_grounding
+from catalog.shared.errors import InputError
+from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

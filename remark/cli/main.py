@@ -6,7 +6,7 @@ code). Modules import heavy libraries (torch, transformers, trl) inside ``func``
 stays fast. Library code never reads ``sys.argv``; everything here only orchestrates.
 
 The error boundary (:func:`main`) decides what a failure looks like. Bad input is found where it enters
-(readers, config validation, argument types) and raised as ``catalog.errors.InputError`` naming the
+(readers, config validation, argument types) and raised as ``catalog.shared.errors.InputError`` naming the
 file, row and field; the boundary only prints it. Exit statuses:
 
 - ``0``: done;
@@ -32,7 +32,7 @@ import shlex
 import sys
 import traceback
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark import __version__
 
 #: subcommand name -> module defining ``add_parser``. Order is the order shown in ``remark --help``.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.cli.args import positive_float
 
 DEFAULT_CANDIDATES = "2,4,6,8,12,16,24,32,48,64"

@@ -18,9 +18,9 @@ import argparse
 import json
 from pathlib import Path
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.cli.args import positive_int
-from remark.cli.grounding import add_grounding_flags, requested_grounding
+from remark.cli.grounding_flags import add_grounding_flags, requested_grounding
 
 SPLIT_PREFIXES = ("train", "valid", "test", "val", "validation", "dev")
 
@@ -110,7 +110,7 @@ def parse_fractions(text: str) -> list[tuple[str, float]]:
 
 def run_synthetic(args: argparse.Namespace) -> int:
     """``remark prep synthetic``: the embedded world, pooled and written like any other source."""
-    from catalog.io import check_output_dir
+    from catalog.shared.outputs import check_output_dir
     from data_prep.dataset import DATASET_KIND
     from data_prep.synthetic import build_dataset
 
@@ -142,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"source {args.source!r} needs --input", field="--input", hint="pass --input PATH (repeatable)"
         )
-    from catalog.io import check_output_dir
     from catalog.match import GroundingSettings, Matcher
+    from catalog.shared.outputs import check_output_dir
     from catalog.table import load_catalog
     from data_prep.dataset import DATASET_KIND, write_dataset
     from data_prep.pool import SplitSpec, pool_threads

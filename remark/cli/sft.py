@@ -16,7 +16,7 @@ from remark.cli.args import positive_float, positive_int, probability
 
 
 def add_parser(subparsers) -> None:
-    from remark.sft import TARGETS
+    from remark.run.sft import TARGETS
 
     p = subparsers.add_parser(
         "sft",
@@ -96,12 +96,12 @@ def lora_settings(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from catalog.io import atomic_dir, check_output_dir
+    from catalog.shared.outputs import atomic_dir, check_output_dir
     from data_prep.dataset import load_dataset
     from eval.generate import AdapterLoad
     from remark.config import check_model_path
     from remark.config.lora import peft_config
-    from remark.sft import SFT_KIND, SFTSettings, run_sft
+    from remark.run.sft import SFT_KIND, SFTSettings, run_sft
 
     # --out never replaces an input, nor (without --force) a folder remark sft did not write
     inputs = [args.data, args.model if Path(args.model).exists() else None, args.base_model]

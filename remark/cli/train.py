@@ -25,7 +25,7 @@ def parse_overrides(pairs: list[str]) -> dict:
     """``["max_steps=5", "use_cpu=true"]`` -> ``{"max_steps": 5, "use_cpu": True}`` (values read as YAML)."""
     import yaml
 
-    from catalog.errors import InputError
+    from catalog.shared.errors import InputError
 
     out = {}
     for pair in pairs:
@@ -74,10 +74,10 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from catalog.errors import InputError
+    from catalog.shared.errors import InputError
     from remark.config import compose_config
     from remark.config.files import read_config_values
-    from remark.train import run_training
+    from remark.run.training import run_training
 
     if args.config is None and args.recipe is None:
         raise InputError("give --config FILE, --recipe NAME, or both", field="--config")

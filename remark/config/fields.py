@@ -205,7 +205,7 @@ class RemarkGRPOConfig(GRPOConfig):
     scoring_workers: int = field(
         default=0,
         metadata={
-            "help": "Rank scoring off the critical path (remark.scoring_pool): N > 0 scores each batch in N worker "
+            "help": "Rank scoring off the critical path (remark.scoring.pool): N > 0 scores each batch in N worker "
             "processes, started right after generation and overlapped with what TRL runs before the reward "
             "call; 0 scores in the reward call. Same answers either way; each training process has its own."
         },
@@ -215,7 +215,7 @@ class RemarkGRPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "torch's CPU threads for the run (intra-op; inter-op 1), set before the build_tiny SFT and "
-            "the trainer (remark.threads). None keeps torch's default (all cores). The count changes the "
+            "the trainer (remark.run.cpu_threads). None keeps torch's default (all cores). The count changes the "
             "numbers (summation order), so it is part of the config; on a shared or busy CPU machine 1 is "
             "often far faster (configs/tiny_cpu.yaml's SFT: 1.1 s per step with 1 thread, 11 s with the "
             "default, 2 cores at load 8)."

@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.config.fields import RemarkGRPOConfig
 from remark.config.paths import validate_paths
 

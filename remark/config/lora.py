@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 ALL_LINEAR = "all-linear"
 

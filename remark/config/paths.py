@@ -1,4 +1,4 @@
-"""The paths a run reads, checked before anything loads (``remark.train.run_training`` calls this first).
+"""The paths a run reads, checked before anything loads (``remark.run.training.run_training`` calls this first).
 
 Not part of the config's own ``__post_init__`` on purpose: a config may be built on one machine and run
 on another (tests build configs naming paths that do not exist). What is checked:
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 #: one of these makes a directory loadable by AutoTokenizer

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 #: report_to name -> (modules any one of which it needs, the extra that installs it)
 LOGGERS = {

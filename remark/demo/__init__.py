@@ -1,21 +1,21 @@
 """``remark demo``: ReMaRk vs Rank-GRPO end to end on a laptop, in minutes, with nothing to download.
 
-The pipeline (the whole output folder written atomically, ``catalog.io.atomic_dir``; every stage in its
-own process with fixed thread counts, ``remark.demo.threads``):
+The pipeline (the whole output folder written atomically, ``catalog.shared.outputs.atomic_dir``; every stage in its
+own process with fixed thread counts, ``remark.demo.worker_env``):
 
 1. data: the embedded synthetic multi-responder world (``data_prep.synthetic``: 600 requests, 96 items,
    about 5.35 responders per request and 92-93% of union items named by one responder, as published for
    Reddit-v2), or ProtoQA's scraped dev file (``--data protoqa``: a seeded 128 questions whose
    respondents are split into train / valid / test *respondents* of the same questions), pooled into
    ``data/`` (``remark prep``'s layout);
-2. a byte-level BPE tokenizer and a ~1M-parameter Qwen2 model built locally (``remark.tiny``), trained
+2. a byte-level BPE tokenizer and a ~1M-parameter Qwen2 model built locally (``remark.run.tiny_model``), trained
    on the catalog and the prompts, so nothing comes from the hub;
-3. one SFT warm-up (``remark.sft.run_sft``: TRL ``SFTTrainer`` on ``remark.sft.sft_examples``; union
+3. one SFT warm-up (``remark.run.sft.run_sft``: TRL ``SFTTrainer`` on ``remark.run.sft.sft_examples``; union
    targets for the synthetic world, noisy ones for ProtoQA) that teaches the list format and the catalog;
 4. for each RL seed (default 0, 1, 2), ReMaRk (``reward_scheme: union``, ``sampling: uniform``) and
    Rank-GRPO (``reward_scheme: responder``, ``sampling: per_responder``) from that warm-up, for the same
-   number of steps and prompts per step (everything else equal too), each ``remark.train.run_training``,
-   validated every few steps on greedy *and* sampled lists (``remark.callbacks.ValidationCallback``:
+   number of steps and prompts per step (everything else equal too), each ``remark.run.training.run_training``,
+   validated every few steps on greedy *and* sampled lists (``remark.run.callbacks.ValidationCallback``:
    ``eval_log.jsonl`` and ``sampled/eval_log.jsonl``, per-request values, ``best/``); two processes at a
    time by default (``jobs``), which changes the time, never a number;
 5. the SFT start and every run's best checkpoint evaluated on the test split (``eval.run``): greedy

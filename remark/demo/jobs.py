@@ -3,7 +3,7 @@
 Each :class:`Job` gets a folder ``logs/<name>/`` in the demo's output folder holding ``job.json``,
 ``worker.log`` (the process's stdout and stderr), ``progress.jsonl``, ``threads.json`` and, once it has
 finished, ``result.json``. Jobs start in the order given; how many run at once changes the wall time,
-not the results (each job's numbers depend on its spec and thread count only: ``remark.demo.threads``).
+not the results (each job's numbers depend on its spec and thread count only: ``remark.demo.worker_env``).
 A failed job stops the others and raises with the tail of its log.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.io import atomic_write
-from remark.demo.threads import worker_env
+from catalog.shared.outputs import atomic_write
+from remark.demo.worker_env import worker_env
 
 LOGS = "logs"
 

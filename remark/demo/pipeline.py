@@ -1,7 +1,7 @@
 """``run_demo``: the stage processes in order under one set of progress bars, then ``summary.json`` and
 ``report.md``.
 
-The whole output folder is written through ``catalog.io.atomic_dir`` (kind ``demo``): the run happens in
+The whole output folder is written through ``catalog.shared.outputs.atomic_dir`` (kind ``demo``): the run happens in
 a temporary folder next to ``--out`` and replaces it only when complete, so a killed demo leaves the
 previous complete one (or nothing), and ``--out`` is never a folder some other command wrote (``force``
 replaces one). Every path inside is relative to the folder (stage processes run in it), so it can be
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from catalog.errors import InputError
-from catalog.io import OUTPUT_MARKER, atomic_dir, atomic_write
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import OUTPUT_MARKER, atomic_dir, atomic_write
 from remark.demo.evaluation import across_seeds, eval_jobs, per_seed_pairs, test_models, validation_results
 from remark.demo.jobs import Job, run_jobs
 from remark.demo.plots import plot_validation
@@ -310,8 +310,8 @@ def _finite_or_none(obj: Any) -> Any:
 
 
 def check_out(out: Path, force: bool = False, *, inputs: list[Path] | tuple[Path, ...] = ()) -> None:
-    """Refuse an ``--out`` the demo may not replace, before any work (``catalog.io.check_output_dir``)."""
-    from catalog.io import check_output_dir
+    """Refuse an ``--out`` the demo may not replace, before any work (``catalog.shared.outputs.check_output_dir``)."""
+    from catalog.shared.outputs import check_output_dir
 
     out = Path(out)
     legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()

@@ -1,6 +1,6 @@
 """The RL runs: ReMaRk and Rank-GRPO from the one warm-up, once per RL seed, each its own process.
 
-Each run is ``remark.train.run_training`` in a ``remark.demo.worker`` process (kind ``rl``), configured by
+Each run is ``remark.run.training.run_training`` in a ``remark.demo.worker`` process (kind ``rl``), configured by
 :func:`rl_fields`: the two methods differ only in reward scheme and sampling, the seeds only in ``seed``
 (RL's sampling, the order of requests, the validation samples). The library's ``ValidationCallback``
 does greedy and sampled validation and keeps ``best/`` by sampled per-responder recall. A run's folder

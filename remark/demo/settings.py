@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 DataName = Literal["synthetic", "protoqa"]
 DATA_CHOICES: tuple[str, ...] = ("synthetic", "protoqa")
@@ -61,7 +61,7 @@ class DemoSettings:
     num_hidden_layers: int = 2
     # --- SFT warm-up ---
     sft_targets: str = "union"
-    """``union``, ``responder`` or ``noisy`` (remark.sft)."""
+    """``union``, ``responder`` or ``noisy`` (remark.run.sft)."""
     sft_epochs: float = 12.0
     sft_lr: float = 3e-3
     sft_scheduler: str = "cosine"
@@ -84,7 +84,7 @@ class DemoSettings:
     validation_samples: int = 4
     """Sampled lists per validation request beside the greedy one (0 = greedy validation only)."""
     threads: int = 1
-    """Torch / OpenMP / MKL / polars / rayon threads of every stage's process (``remark.demo.threads``).
+    """Torch / OpenMP / MKL / polars / rayon threads of every stage's process (``remark.demo.worker_env``).
     Fixed, never read from the machine's load: the thread count changes the numbers (summation order),
     so it is a setting like the seed, recorded in ``summary.json``."""
     jobs: int = 2

@@ -3,8 +3,8 @@
 - data: ``data_prep.synthetic.build_dataset`` (the embedded world), or ProtoQA's scraped dev file with
   each question's *respondents* split into train / valid / test (``data_prep.holdout``), pooled in
   ``remark prep``'s layout;
-- a byte-level BPE tokenizer and a tiny Qwen2 trained / initialised locally (``remark.tiny``);
-- the SFT warm-up: ``remark.sft.run_sft`` (TRL ``SFTTrainer``, no pickle) with a progress callback.
+- a byte-level BPE tokenizer and a tiny Qwen2 trained / initialised locally (``remark.run.tiny_model``);
+- the SFT warm-up: ``remark.run.sft.run_sft`` (TRL ``SFTTrainer``, no pickle) with a progress callback.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.demo.settings import DemoSettings
 
 PROTOQA_FILE = "dev.scraped.jsonl"
@@ -130,7 +130,7 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings):
 # -- model and warm-up ---------------------------------------------------------------------------------
 def tokenizer_corpus(ds, k: int, *, seed: int = 0, repeats: int = 10) -> list[str]:
     """Text for the tokenizer: catalog lines (shuffled, ``repeats`` times), prompts, the instruction."""
-    from remark.data import prompt_messages
+    from remark.run.sampling import prompt_messages
 
     shown = [ds.catalog.display(x) for x in ds.catalog.df["item_id"].to_list()]
     rng = np.random.default_rng(seed)
@@ -144,8 +144,8 @@ def tokenizer_corpus(ds, k: int, *, seed: int = 0, repeats: int = 10) -> list[st
 
 
 def build_model(ds, out_dir: Path, s: DemoSettings) -> Path:
-    """Tokenizer + random-init tiny Qwen2 under ``out_dir`` (``remark.tiny``)."""
-    from remark.tiny import TinySpec, build_tiny_model
+    """Tokenizer + random-init tiny Qwen2 under ``out_dir`` (``remark.run.tiny_model``)."""
+    from remark.run.tiny_model import TinySpec, build_tiny_model
 
     return build_tiny_model(
         out_dir, tokenizer_corpus(ds, s.k, seed=s.seed), spec=TinySpec(**s.spec_dict()), seed=s.seed
@@ -161,14 +161,14 @@ def warm_up(
     *,
     console: Any = None,
 ) -> dict[str, Any]:
-    """SFT warm-up (``remark.sft.run_sft`` on its ``sft_examples``); returns examples, steps, losses, time.
+    """SFT warm-up (``remark.run.sft.run_sft`` on its ``sft_examples``); returns examples, steps, losses, time.
 
     The trainer's log lines (transformers' ``PrinterCallback``, which ``run_sft`` keeps) go to
     ``out_dir/sft_log.txt``, not to the console, where the progress bars are.
     """
     from transformers import TrainerCallback
 
-    from remark.sft import SFTSettings, run_sft
+    from remark.run.sft import SFTSettings, run_sft
 
     class Watch(TrainerCallback):
         """Steps to ``on_step``; the example count, steps and log history kept for the summary."""

@@ -1,7 +1,7 @@
 """One demo stage in its own process: ``python -m remark.demo.worker JOB_FOLDER``.
 
 The parent (``remark.demo.jobs``) writes ``JOB_FOLDER/job.json`` (``{"kind", "threads", "spec"}``) and
-starts this module with ``remark.demo.threads.worker_env`` and the demo's output folder as the working
+starts this module with ``remark.demo.worker_env.worker_env`` and the demo's output folder as the working
 directory (so every path in a spec, a config or a log is relative to the demo folder, which can be moved).
 The worker fixes torch's thread pools, writes ``threads.json`` (what it ran with), runs the stage, writes
 ``cpu.json`` (its CPU seconds) and ``result.json`` last, so a job folder without it is a job that did not
@@ -11,7 +11,7 @@ Kinds:
 
 - ``warmup``: the data, the tokenizer and tiny model, and the SFT warm-up (``remark.demo.stages``);
   progress lines ``{"step", "max"}``;
-- ``rl``: one RL run (``remark.train.run_training`` on a dict of ``RemarkGRPOConfig`` fields); progress
+- ``rl``: one RL run (``remark.run.training.run_training`` on a dict of ``RemarkGRPOConfig`` fields); progress
   lines ``{"step", "max", "wall_s", "reward", "train/zero_signal_frac"}``;
 - ``eval``: test evaluation of one or more models (``remark.demo.evaluation.evaluate_models``); one
   progress line per model done.
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from catalog.io import atomic_write
-from remark.demo.threads import apply_threads, thread_record
+from catalog.shared.outputs import atomic_write
+from remark.demo.worker_env import apply_threads, thread_record
 
 
 class _Progress:
@@ -60,7 +60,7 @@ def _rl(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:
     from transformers import TrainerCallback
 
     from remark.config import RemarkGRPOConfig
-    from remark.train import run_training
+    from remark.run.training import run_training
 
     cfg = RemarkGRPOConfig(**spec["config"])
 

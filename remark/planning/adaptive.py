@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 from transformers import TrainerCallback
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 from .group_size import CostModel, fit_cost_model, plan_group_size
 from .logs import read_profile

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from remark.algos import encode_rows
-from remark.algos.reference import random_rows
+from remark.oracles.rank_loops import random_rows
 
 _TABLES = ("item_RK", "n_lines_R", "seen_RV", "counts_RV", "member_RNV", "responder_mask_RN", "drawn_RV")
 _COLUMNS = ("union", "counts", "responders", "seen", "responder_index")

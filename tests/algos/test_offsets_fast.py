@@ -1,5 +1,5 @@
 """``TokenOffsetMapper`` (issue 13: Rust decode, numpy offsets, the byte-level concatenation shortcut)
-gives the texts and offsets of the pre-change loop (``remark.scoring_reference.ReferenceOffsetMapper``)."""
+gives the texts and offsets of the pre-change loop (``remark.oracles.scorer_reference.ReferenceOffsetMapper``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from remark.algos import TokenOffsetMapper
 from remark.algos.offsets import FlatRows
 from remark.algos.tokens import _byte_level_unplain_ids, _rust_decoder
-from remark.scoring_reference import ReferenceOffsetMapper
-from remark.tiny import train_tokenizer
+from remark.oracles.scorer_reference import ReferenceOffsetMapper
+from remark.run.tiny_model import train_tokenizer
 from tests.algos.test_tokens import TEXTS
 from tests.conftest import TINY_TITLES
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from remark.algos import encode_rows, rank_advantages, rank_rewards
-from remark.algos.reference import random_rows, reference_advantages, reference_rewards
+from remark.oracles.rank_loops import random_rows, reference_advantages, reference_rewards
 
 SHAPES = [(1, 2, 1), (3, 2, 4), (5, 8, 20), (4, 3, 7)]
 

@@ -1,6 +1,6 @@
 """``token_rank_index`` (issue 13's version: texts joined without padding, filler checked only on tokens
 without a rank, by ``str.isspace`` or by a cumulative count) against the pre-change code kept in
-``remark.scoring_reference``, on texts cut into arbitrary character runs (tokens)."""
+``remark.oracles.scorer_reference``, on texts cut into arbitrary character runs (tokens)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from catalog.lists import parse_lists
 from catalog.parse import parse_list
 from remark.algos import tokens
 from remark.algos.offsets import TokenOffsets
-from remark.scoring_reference import reference_token_rank_index
+from remark.oracles.scorer_reference import reference_token_rank_index
 
 _pieces = st.sampled_from(
     [

@@ -16,7 +16,7 @@ from remark.algos import (
     token_advantages,
     token_rank_index,
 )
-from remark.tiny import train_tokenizer
+from remark.run.tiny_model import train_tokenizer
 from tests.conftest import TINY_TITLES
 
 TEXTS = [

@@ -23,7 +23,7 @@ from scoring_workloads import GROUP, K, Workload, build_tokenizer, pseudo_word  
 
 from catalog.lists import ParsedLists  # noqa: E402
 from catalog.table import load_catalog  # noqa: E402
-from remark.scoring import RankScorer  # noqa: E402
+from remark.scoring.scorer import RankScorer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from catalog import Catalog, GroundingSettings, InputError, Match, Matcher
-from catalog.reference import reference_ground
+from catalog.oracles.matcher import reference_ground
 
 MOVIES = [
     ("The Matrix", 1999, None),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.errors import InputError
-from catalog.io import (
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import (
     OUTPUT_MARKER,
     StaleOutputWarning,
     _host,

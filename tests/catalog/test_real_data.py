@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from catalog import GroundingSettings, Matcher, load_catalog
-from catalog.reference import reference_ground
+from catalog.oracles.matcher import reference_ground
 
 pytestmark = pytest.mark.data
 

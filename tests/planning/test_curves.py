@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.planning.curves import (
     CurveParams,
     compare_fits,

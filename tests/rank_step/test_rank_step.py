@@ -1,8 +1,8 @@
-"""``remark.rank_step`` on hand-made scored rows: no TRL, no model, no tokenizer.
+"""``remark.step.rank_step`` on hand-made scored rows: no TRL, no model, no tokenizer.
 
 Rows are built from slot ids (``encode_rows`` + the scheme) with a fixed token layout (two tokens per
 line, then the end token), so every per-token advantage has a known value: the loop reference's rank
-advantage (``remark.algos.reference``), the overflow penalty, or the end-token shaping. Two "processes"
+advantage (``remark.oracles.rank_loops``), the overflow penalty, or the end-token shaping. Two "processes"
 are two threads whose gather is a real all-gather (a barrier and a shared list).
 """
 
@@ -19,17 +19,15 @@ import torch
 
 from catalog.parse import ParsedLine
 from remark.algos import encode_rows, rewards_RNK
-from remark.algos.reference import random_rows, reference_advantages, reference_rewards
-from remark.rank_step import LocalGather, RankSettings, Round, modified_rewards, rank_step
-from remark.scoring import ScoredRows
+from remark.oracles.rank_loops import random_rows, reference_advantages, reference_rewards
+from remark.scoring.scorer import ScoredRows
+from remark.step.rank_step import LocalGather, RankSettings, Round, modified_rewards, rank_step
 
 SCHEMES = ["union", "responder", "marginal", "responder_rb"]
 
 
 def test_the_rank_step_imports_no_trl():
-    code = (
-        "import sys, remark.rank_step; sys.exit(int(any(m in sys.modules for m in ('trl', 'transformers'))))"
-    )
+    code = "import sys, remark.step.rank_step; sys.exit(int(any(m in sys.modules for m in ('trl', 'transformers'))))"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
@@ -345,7 +343,7 @@ class CountingGather(LocalGather):
 def test_each_reduction_runs_once_per_round(scheme, monkeypatch):
     """One tensor gather and one zero-signal pass per generation round, refills included; request ids are
     gathered (once per round) only when the pass-rate filter or the advisor needs them."""
-    import remark.rank_step as rs
+    import remark.step.rank_step as rs
 
     calls = []
     real = rs.zero_signal_groups

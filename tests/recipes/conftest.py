@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from remark.config import compose_config
-from remark.data import training_dataset
+from remark.run.sampling import training_dataset
 from tests.remark.conftest import HAND_REQUESTS, HAND_SCRIPT, Capturing, write_hand_dataset
 from tests.remark.conftest import scripted_rollout as shared_rollout
 

@@ -21,7 +21,7 @@ def main(model_dir: str, out: str) -> None:
     from transformers import AutoTokenizer
 
     from remark.config import compose_config
-    from remark.data import training_dataset
+    from remark.run.sampling import training_dataset
 
     torch.set_num_threads(1)
     tok = AutoTokenizer.from_pretrained(model_dir)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from remark.config import compose_config
-from remark.rank_step import modified_rewards
+from remark.step.rank_step import modified_rewards
 from tests.recipes.conftest import (
     SIGNAL,
     G,

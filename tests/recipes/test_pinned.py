@@ -2,7 +2,7 @@
 recipe family member: a refactor of the rank step must leave them unchanged.
 
 ``pinned_advantages.json`` was written by this file (``python -m tests.recipes.test_pinned OUT``) from
-the trainer as it stood before ``remark.rank_step`` existed (commit 82ae1fb), except where a case says
+the trainer as it stood before ``remark.step.rank_step`` existed (commit 82ae1fb), except where a case says
 it was re-pinned and why. Each case trains two scripted steps and records, per captured batch: the rows'
 request ids, the (B, T) advantages and token ranks, the loss mask, TRL's loss-only weights and token
 count, and the rank-step metrics logged for the step.

@@ -1,4 +1,4 @@
-"""``scoring_workers``: the trainer that scores in a ``remark.scoring_pool.ScoringPool`` from the end of
+"""``scoring_workers``: the trainer that scores in a ``remark.scoring.pool.ScoringPool`` from the end of
 generation on gives the pinned per-token advantages of the scripted rollouts (refill rounds included)."""
 
 from __future__ import annotations

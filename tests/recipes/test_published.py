@@ -18,10 +18,10 @@ import torch
 from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, end_token_index, token_advantages
 from remark.config import compose_config, load_config
-from remark.rank_step import LocalGather, RankSettings, Round, rank_step
 from remark.recipes import load_recipe
-from remark.scoring import RankScorer
-from remark.tiny import train_tokenizer
+from remark.run.tiny_model import train_tokenizer
+from remark.scoring.scorer import RankScorer
+from remark.step.rank_step import LocalGather, RankSettings, Round, rank_step
 from tests.algos.test_tokens import spm  # noqa: F401  (fixture)
 from tests.conftest import REPO, TINY_TITLES
 

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.cli.main import main
 from remark.config import compose_config
 from remark.recipes import LOSS_FAMILY_FIELDS, list_recipes, load_recipe, recipe_names
@@ -139,7 +139,7 @@ def test_contradicting_options_fail_before_any_model_loads(
     def no_training(*a, **kw):  # the CLI must stop before loading data or a model
         raise AssertionError("training started")
 
-    monkeypatch.setattr("remark.train.run_training", no_training)
+    monkeypatch.setattr("remark.run.training.run_training", no_training)
     argv = ["train", "--recipe", recipe, "--config", str(run_yaml()), "--set"]
     argv += [f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in sets.items()]
     assert main(argv) == 2

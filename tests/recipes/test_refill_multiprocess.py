@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.config import validate_remark_layout
 from tests.recipes.conftest import SIGNAL
 

@@ -12,7 +12,7 @@ from catalog.table import Catalog
 from data_prep.dataset import write_dataset
 from data_prep.pool import pool_threads
 from data_prep.schema import Threads
-from remark.trainer import RemarkGRPOTrainer
+from remark.step.trainer import RemarkGRPOTrainer
 
 HAND_ITEMS = {
     "A": ("Alpha", 2001),
@@ -89,7 +89,7 @@ def hand_dataset(tmp_path):
 
 def build_hand_model(out_dir, prompts):
     """A tiny model whose tokenizer knows the hand catalog's titles (and ``prompts``)."""
-    from remark.tiny import TinySpec, build_tiny_model
+    from remark.run.tiny_model import TinySpec, build_tiny_model
 
     lines = [f"{t} ({y})" for t, y in HAND_ITEMS.values()] + ["Xyz (1990)", "Qrs (1991)"]
     corpus = ["\n".join(lines[i:] + lines[:i]) for i in range(len(lines))] * 3
@@ -138,20 +138,20 @@ class Capturing(RemarkGRPOTrainer, _RoundInputs):
     """Keeps every final batch (after refills) with its rows' request and responder in ``captured``."""
 
     def _generate_and_score_completions(self, inputs):
-        import remark.trainer
+        import remark.step.trainer
 
-        self.round_inputs, rows, real = [], [], remark.trainer.rank_step
+        self.round_inputs, rows, real = [], [], remark.step.trainer.rank_step
 
         def spy(*args, **kwargs):
             batch = real(*args, **kwargs)
             rows.extend(batch.rows)
             return batch
 
-        remark.trainer.rank_step = spy
+        remark.step.trainer.rank_step = spy
         try:
             out = super()._generate_and_score_completions(inputs)
         finally:
-            remark.trainer.rank_step = real
+            remark.step.trainer.rank_step = real
         picked = [self.round_inputs[i][r] for i, r in rows]
         cols = {c: [x[c] for x in picked] for c in ("request_id", "responder_index")}
         self.captured.append((cols, out))

@@ -20,8 +20,8 @@ def main(model_dir: str, out: str, per_device: int, scoring_workers: int = 0) ->
     from transformers import AutoTokenizer
 
     from remark.config import RemarkGRPOConfig
-    from remark.data import training_dataset
-    from remark.trainer import RemarkGRPOTrainer
+    from remark.run.sampling import training_dataset
+    from remark.step.trainer import RemarkGRPOTrainer
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     requests = {

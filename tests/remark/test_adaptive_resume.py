@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.config import RemarkGRPOConfig
 from remark.planning.adaptive import write_recommendation
-from remark.train import _valid_group_sizes, resume_group_size
+from remark.run.training import _valid_group_sizes, resume_group_size
 
 
 def profile(tmp_path):

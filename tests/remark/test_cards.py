@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from data_prep.card import read_card_header
-from remark.callbacks import ValidationCallback
 from remark.cli.main import main
-from remark.train import run_training
+from remark.run.callbacks import ValidationCallback
+from remark.run.training import run_training
 from tests.remark.test_training_run import config
 
 

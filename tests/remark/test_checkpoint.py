@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from remark.checkpoint import (
+from remark.step.checkpoint import (
     COMPLETE_MARKER,
     checkpoint_problem,
     load_optimizer_state,

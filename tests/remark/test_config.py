@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from remark.config import RemarkGRPOConfig, load_config
 
 BASE = dict(

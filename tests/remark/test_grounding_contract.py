@@ -14,14 +14,14 @@ import json
 
 import pytest
 
-import remark.callbacks
-import remark.trainer
+import remark.run.callbacks
+import remark.step.trainer
 from catalog.match import GroundingSettings
 from eval.generate import Generated
 from remark.cli.main import main
 from remark.config import RemarkGRPOConfig
-from remark.scoring import RankScorer
-from remark.train import run_training
+from remark.run.training import run_training
+from remark.scoring.scorer import RankScorer
 from tests.remark.conftest import HAND_REQUESTS, scripted_rollout, write_hand_dataset
 from tests.remark.run_fields import tiny_run_fields
 
@@ -55,7 +55,7 @@ def scripted(monkeypatch):
     """Script generation in the trainer, the validation and ``eval run``; capture what each grounds."""
     got = Captured()
 
-    class ScriptedTrainer(remark.trainer.RemarkGRPOTrainer):
+    class ScriptedTrainer(remark.step.trainer.RemarkGRPOTrainer):
         def __init__(self, *args, **kwargs):
             script = {rid: [text] for rid, text in TEXTS.items()}
             rollout = scripted_rollout(kwargs["processing_class"], script)
@@ -71,7 +71,7 @@ def scripted(monkeypatch):
     def runner(model, tokenizer, gen):
         return lambda texts, n, sampled: [[TEXTS[_rid(t)]] * n for t in texts]
 
-    original_ground = remark.callbacks.parse_and_ground
+    original_ground = remark.run.callbacks.parse_and_ground
 
     def parse_and_ground(completions, matcher):
         shown, ids = original_ground(completions, matcher)
@@ -82,10 +82,10 @@ def scripted(monkeypatch):
         greedy = [TEXTS[_rid(p[-1]["content"])] for p in prompts]
         return Generated(greedy=greedy, samples=None, engine="transformers", prompts=[])
 
-    monkeypatch.setattr(remark.trainer, "RemarkGRPOTrainer", ScriptedTrainer)
+    monkeypatch.setattr(remark.step.trainer, "RemarkGRPOTrainer", ScriptedTrainer)
     monkeypatch.setattr(RankScorer, "score", score)
-    monkeypatch.setattr(remark.callbacks, "transformers_runner", runner)
-    monkeypatch.setattr(remark.callbacks, "parse_and_ground", parse_and_ground)
+    monkeypatch.setattr(remark.run.callbacks, "transformers_runner", runner)
+    monkeypatch.setattr(remark.run.callbacks, "parse_and_ground", parse_and_ground)
     monkeypatch.setattr("eval.run.generate_lists", generate_lists)
     return got
 

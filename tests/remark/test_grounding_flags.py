@@ -47,7 +47,7 @@ def test_every_grounding_command_has_the_same_four_flags_and_values():
 
 
 def test_the_cli_spelling_of_the_settings_agrees_with_catalog_match():
-    from remark.cli import grounding
+    from remark.cli import grounding_flags as grounding
 
     assert grounding.NAMES == NAMES
     assert grounding.MATCH_MODES == MATCH_MODES and tuple(SCORERS) == grounding.SCORERS

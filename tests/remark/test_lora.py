@@ -15,10 +15,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from data_prep.card import read_card_header
 from remark.config import RemarkGRPOConfig
-from remark.train import run_training
+from remark.run.training import run_training
 from tests.remark.run_fields import tiny_run_fields
 
 pytest.importorskip("peft")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from remark.checkpoint import COMPLETE_MARKER, checkpoint_problem
 from remark.cli.main import main
-from remark.train import prepare_output_dir
+from remark.run.training import prepare_output_dir
+from remark.step.checkpoint import COMPLETE_MARKER, checkpoint_problem
 from tests.killable import run_and_kill
 from tests.remark.run_fields import tiny_run_fields
 

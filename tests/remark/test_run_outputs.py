@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from transformers import TrainerCallback
 
-from catalog.io import atomic_dir
-from remark.callbacks import ValidationCallback
+from catalog.shared.outputs import atomic_dir
 from remark.cli.main import main
-from remark.train import prepare_output_dir, previous_run, run_training
+from remark.run.callbacks import ValidationCallback
+from remark.run.training import prepare_output_dir, previous_run, run_training
 from tests.remark.test_training_run import config
 
 
@@ -106,7 +106,7 @@ def test_best_and_final_carry_their_cards_from_the_moment_they_exist(
     validation = Scripted(hand_dataset, split="train", k=3, every=1, metric=metric, max_new_tokens=24)
     watch = WatchBest(out)
 
-    import remark.train as train_mod
+    import remark.run.training as train_mod
 
     swapped = []
     real = train_mod.atomic_dir

@@ -1,5 +1,5 @@
 """``RankScorer.score`` (issue 13's faster stages) gives exactly what the pre-change serial path gave
-(``remark.scoring_reference``): texts, parsed lines, slot ids, rewards, token ranks, end indices.
+(``remark.oracles.scorer_reference``): texts, parsed lines, slot ids, rewards, token ranks, end indices.
 
 Inputs are generated (hypothesis): list lines in many shapes (numbered, bulleted, bold, headings,
 preambles, blurbs), typos, repeats, unknown titles, accents, U+FFFD and other odd characters, blank
@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from catalog.match import GroundingSettings
 from catalog.table import Catalog
-from remark.scoring import RankScorer, ScoredRows
-from remark.scoring_reference import ReferenceScorer
-from remark.tiny import train_tokenizer
+from remark.oracles.scorer_reference import ReferenceScorer
+from remark.run.tiny_model import train_tokenizer
+from remark.scoring.scorer import RankScorer, ScoredRows
 
 ITEMS = [
     ("The Matrix", 1999),

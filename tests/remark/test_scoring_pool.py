@@ -1,4 +1,4 @@
-"""``remark.scoring_pool.ScoringPool``: the pooled and background-thread paths give ``RankScorer.score``'s
+"""``remark.scoring.pool.ScoringPool``: the pooled and background-thread paths give ``RankScorer.score``'s
 answers exactly; a worker that dies or a step that takes too long fails with a clear error, never hangs."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remark.scoring import RankScorer
-from remark.scoring_pool import ScoringPool, ScoringWorkerError
-from remark.scoring_shards import shard_bounds
+from remark.scoring.pool import ScoringPool, ScoringWorkerError
+from remark.scoring.scorer import RankScorer
+from remark.scoring.shards import shard_bounds
 from tests.remark.test_scoring_equivalence import ITEMS, K, _bpe, assert_same, batch, columns, encode
 from tests.remark.test_scoring_equivalence import catalog as catalog  # the fixture
 

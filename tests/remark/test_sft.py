@@ -1,10 +1,10 @@
-"""SFT targets built from pooled data (remark.sft)."""
+"""SFT targets built from pooled data (remark.run.sft)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from remark.sft import _pad_list
+from remark.run.sft import _pad_list
 
 
 def test_pad_list_keeps_items_skips_banned_and_survives_zero_weights():
@@ -24,7 +24,7 @@ def test_pad_list_keeps_items_skips_banned_and_survives_zero_weights():
 def test_run_sft_trains_saves_without_pickle_and_can_stay_quiet(
     hand_dataset, hand_model_dir, tmp_path, capsys
 ):
-    from remark.sft import SFTSettings, run_sft, sft_examples
+    from remark.run.sft import SFTSettings, run_sft, sft_examples
 
     settings = SFTSettings(targets="union", k=3, seed=0)
     examples = sft_examples(hand_dataset, settings)

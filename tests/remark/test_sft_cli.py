@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from catalog.io import OUTPUT_MARKER, output_kind
+from catalog.shared.outputs import OUTPUT_MARKER, output_kind
 from remark.cli.main import main
 
 

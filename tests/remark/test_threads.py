@@ -1,4 +1,4 @@
-"""remark.threads: the cpu_threads setting sets torch's pools (and None leaves them)."""
+"""remark.run.cpu_threads: the cpu_threads setting sets torch's pools (and None leaves them)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import sys
 import pytest
 import torch
 
-from remark.threads import set_torch_threads, torch_threads
+from remark.run.cpu_threads import set_torch_threads, torch_threads
 
 PROBE = """
 import dataclasses
 import torch
-from remark.threads import set_torch_threads
+from remark.run.cpu_threads import set_torch_threads
 from remark.config import RemarkGRPOConfig
 before = torch.get_num_threads()
 set_torch_threads({f.name: f.default for f in dataclasses.fields(RemarkGRPOConfig)}["cpu_threads"])

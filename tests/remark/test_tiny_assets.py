@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import remark.sft
-from catalog.errors import InputError
-from catalog.io import output_kind
-from remark.tiny_assets import build_tiny_assets
+import remark.run.sft
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import output_kind
+from remark.run.build_tiny import build_tiny_assets
 
 pytestmark = pytest.mark.slow
 SMALL = {
@@ -62,7 +62,7 @@ def test_complete_assets_are_reused_untouched(tmp_path, monkeypatch):
     assert json.loads((root / "build.json").read_text())["n_requests"] == 40
     assert sorted(p.name for p in root.iterdir()) == ["base_model", "build.json", "data", "sft_model"]
     before = snapshot(root)
-    monkeypatch.setattr(remark.sft, "run_sft", fail_after_config)  # a rebuild would fail
+    monkeypatch.setattr(remark.run.sft, "run_sft", fail_after_config)  # a rebuild would fail
     assert build_tiny_assets(cfg) == (data_dir, sft_dir)
     assert snapshot(root) == before
 
@@ -71,7 +71,7 @@ def test_a_failed_build_leaves_no_partial_model_and_the_rerun_rebuilds(tmp_path,
     cfg = config(tmp_path / "run")
     root = tmp_path / "run" / "assets"
     with monkeypatch.context() as m:
-        m.setattr(remark.sft, "run_sft", fail_after_config)
+        m.setattr(remark.run.sft, "run_sft", fail_after_config)
         with pytest.raises(Killed):
             build_tiny_assets(cfg)
     # no sft_model (not even its config.json), no temporary folder; the stamp matches no settings
@@ -91,7 +91,7 @@ def test_a_failed_rebuild_with_new_settings_is_not_trusted_for_the_old_ones(tmp_
     build_tiny_assets(first)
     seed0 = snapshot(root)
     with monkeypatch.context() as m:
-        m.setattr(remark.sft, "run_sft", fail_after_config)
+        m.setattr(remark.run.sft, "run_sft", fail_after_config)
         with pytest.raises(Killed):
             build_tiny_assets(config(tmp_path / "run", seed=1))
     assert snapshot(root / "sft_model") == {
@@ -119,6 +119,6 @@ def test_folders_of_an_older_build_are_replaced_only_under_its_stamp(tmp_path):
 
 
 def build_tiny_cfg(cfg: SimpleNamespace) -> dict:
-    from remark.tiny_assets import TINY_DEFAULTS
+    from remark.run.build_tiny import TINY_DEFAULTS
 
     return {**TINY_DEFAULTS, **cfg.build_tiny}

@@ -9,9 +9,9 @@ import json
 import polars as pl
 import pytest
 
-from catalog.errors import InputError
-from remark.callbacks import ValidationCallback
-from remark.train import run_training
+from catalog.shared.errors import InputError
+from remark.run.callbacks import ValidationCallback
+from remark.run.training import run_training
 from tests.remark.test_training_run import config
 
 pytest.importorskip("tensorboard")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from remark.config import RemarkGRPOConfig
-from remark.data import training_dataset
+from remark.run.sampling import training_dataset
 from tests.remark.conftest import HAND_SCRIPT, Capturing, scripted_rollout
 
 K = 3

@@ -10,10 +10,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from remark.callbacks import DivergenceGuard, ValidationCallback
 from remark.config import RemarkGRPOConfig
-from remark.data import training_dataset
-from remark.trainer import RemarkGRPOTrainer
+from remark.run.callbacks import DivergenceGuard, ValidationCallback
+from remark.run.sampling import training_dataset
+from remark.step.trainer import RemarkGRPOTrainer
 from tests.remark.run_fields import tiny_run_fields
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ import argparse
 import json
 import sys
 
-from catalog.errors import InputError
-from remark.cli.grounding import add_grounding_flags
+from catalog.shared.errors import InputError
+from remark.cli.grounding_flags import add_grounding_flags
 
 DEFAULT_KS = [5, 10, 15, 20]
 # eval.metrics' METRICS, MAX_K and FILTERS, spelled out so that `remark --help` imports no numpy

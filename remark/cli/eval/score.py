@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from remark.cli.eval.flags import bootstrap_config, emit, filter_names, grounding_notes
-from remark.cli.grounding import requested_grounding
+from remark.cli.grounding_flags import requested_grounding
 
 
 def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def score_file(args: argparse.Namespace, predictions: Path, data: Path):
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from catalog.io import check_output_dir
+    from catalog.shared.outputs import check_output_dir
     from eval.report import metrics_markdown
     from eval.run import SCORE_KIND, write_score_outputs
 

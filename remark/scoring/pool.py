@@ -50,8 +50,8 @@ import numpy as np
 import torch
 
 from remark.algos.offsets import FlatRows
-from remark.scoring import RankScorer, ScoredRows
-from remark.scoring_shards import dedupe, join_shards, pack_shard, shard_bounds
+from remark.scoring.scorer import RankScorer, ScoredRows
+from remark.scoring.shards import dedupe, join_shards, pack_shard, shard_bounds
 
 __all__ = ["ScoreFuture", "ScoringPool", "ScoringWorkerError"]
 
@@ -264,7 +264,7 @@ class ScoringPool:
         return self.submit(completion_ids, columns, group_size=group_size, step=step).result()
 
     def _join(self, parts: list[dict[str, Any]], future: ScoreFuture) -> ScoredRows:
-        """The shards' scored rows as one ``ScoredRows`` (``remark.scoring_shards.join_shards``); the
+        """The shards' scored rows as one ``ScoredRows`` (``remark.scoring.shards.join_shards``); the
         shards' wall / CPU seconds and stage timings go on ``future``."""
         scored, future.worker_s, future.worker_cpu_s, future.timings = join_shards(parts)
         return scored
@@ -320,5 +320,5 @@ def _worker_context() -> Any:
     from multiprocessing import forkserver
 
     if not forkserver._forkserver._forkserver_pid:  # not started yet: choose what it imports
-        ctx.set_forkserver_preload(["remark.scoring_pool"])
+        ctx.set_forkserver_preload(["remark.scoring.pool"])
     return ctx

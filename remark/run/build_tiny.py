@@ -2,7 +2,7 @@
 model trained on its text, SFT-warmed, under ``output_dir/assets``, so that a run needs nothing but this
 package. Assets built with the same settings (``assets/build.json``) are reused.
 
-Each of ``data/``, ``base_model/`` and ``sft_model/`` is written through ``catalog.io.atomic_dir`` (built
+Each of ``data/``, ``base_model/`` and ``sft_model/`` is written through ``catalog.shared.outputs.atomic_dir`` (built
 in a temporary sibling, renamed into place with its ownership marker), and ``build.json`` says
 ``{"incomplete": ...}`` from the start of a build until all three are in place, when it is replaced by
 the settings: a run killed mid-build leaves complete folders or none, a stamp that matches nothing, and a
@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
-from catalog.io import atomic_dir, atomic_write, check_output_dir, output_kind
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_dir, atomic_write, check_output_dir, output_kind
 
 TINY_DEFAULTS: dict[str, Any] = {
     "n_requests": 300,
@@ -29,7 +29,7 @@ TINY_DEFAULTS: dict[str, Any] = {
     "sft_targets": "union",
     "spec": {"vocab_size": 1024, "hidden_size": 96, "intermediate_size": 384},
 }
-#: the ``catalog.io.atomic_dir`` kind of ``assets/base_model`` (``sft_model``: ``remark.sft.SFT_KIND``).
+#: the ``catalog.shared.outputs.atomic_dir`` kind of ``assets/base_model`` (``sft_model``: ``remark.run.sft.SFT_KIND``).
 TINY_MODEL_KIND = "tiny-model"
 
 
@@ -41,8 +41,8 @@ def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
     """
     from data_prep.dataset import DATASET_KIND
     from data_prep.synthetic import build_dataset
-    from remark.sft import SFT_KIND, SFTSettings, run_sft
-    from remark.tiny import TinySpec, build_tiny_model
+    from remark.run.sft import SFT_KIND, SFTSettings, run_sft
+    from remark.run.tiny_model import TinySpec, build_tiny_model
 
     opts = {**TINY_DEFAULTS, **(cfg.build_tiny or {})}
     unknown = set(opts) - set(TINY_DEFAULTS)

@@ -1,7 +1,7 @@
 """Rows of several generation rounds as one batch (DAPO's dynamic sampling, Olmo 3's active sampling).
 
 When ``refill_batch`` replaces groups without signal, the final batch is made of rows of several
-generation rounds: ``remark.rank_step`` decides which (round, row) pairs (``RankBatch.rows``), and the
+generation rounds: ``remark.step.rank_step`` decides which (round, row) pairs (``RankBatch.rows``), and the
 trainer concatenates those rows of TRL's per-round batch dicts with :func:`merge_batches`. Both use
 :func:`take_rows`, so TRL's tensors and the rank step's line up row for row and column for column: every
 per-row tensor is padded to the widest round used, on the side TRL pads it (prompts left, completions

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 if TYPE_CHECKING:  # the rest is imported where it is used: remark sft --help reads TARGETS from here
     import numpy as np
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the rest is imported where it is used: remark sft --help re
 
 Targets = Literal["union", "responder", "noisy"]
 TARGETS: tuple[str, ...] = ("union", "responder", "noisy")
-#: the ``catalog.io.atomic_dir`` kind of a ``remark sft --out`` folder.
+#: the ``catalog.shared.outputs.atomic_dir`` kind of a ``remark sft --out`` folder.
 SFT_KIND = "sft"
 
 
@@ -67,7 +67,7 @@ def sft_examples(ds: PooledDataset, settings: SFTSettings, *, split: str = "trai
     """Conversational prompt-completion examples for ``SFTTrainer`` (``copies`` draws per request)."""
     import numpy as np
 
-    from remark.data import prompt_messages
+    from remark.run.sampling import prompt_messages
 
     if settings.targets not in TARGETS:
         raise InputError(f"unknown targets {settings.targets!r}", field="targets", hint=f"one of {TARGETS}")
@@ -129,14 +129,14 @@ def run_sft(
     saves only it. ``model`` may be an adapter folder (``eval.adapters``; ``adapter`` an
     ``eval.generate.AdapterLoad``: its base, and whether to merge it first); unmerged, that adapter is
     trained further. ``final_dir``: where ``out_dir`` is moved once complete (``remark sft`` writes into a
-    temporary ``catalog.io.atomic_dir`` folder); a merged base (``out_dir/merged_base``) is then recorded
+    temporary ``catalog.shared.outputs.atomic_dir`` folder); a merged base (``out_dir/merged_base``) is then recorded
     in the new adapter's ``adapter_config.json`` at its final path.
     """
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     from eval.adapters import is_adapter_dir, load_causal_lm, load_tokenizer, merge_adapter
-    from remark.checkpoint import SafeCheckpointMixin
+    from remark.step.checkpoint import SafeCheckpointMixin
 
     class RemarkSFTTrainer(SafeCheckpointMixin, SFTTrainer):
         pass

@@ -1,6 +1,6 @@
 """The rank step: scored completion rows -> per-token advantages, token ranks, kept rows and loss weights.
 
-One pure function, :func:`rank_step`, between scoring (``remark.scoring``) and TRL's loss. It owns every
+One pure function, :func:`rank_step`, between scoring (``remark.scoring.scorer``) and TRL's loss. It owns every
 piece of rank-level credit assignment, each done once per generation round:
 
 1. per round: the ``truncation`` rule on the scheme's rewards, then the reward ``modifier`` (log_decay),
@@ -34,8 +34,8 @@ import torch
 
 from catalog.lists import ParsedLists
 from remark.algos import get, rank_advantages, token_advantages, zero_signal_groups
-from remark.refill import take_rows
-from remark.scoring import ScoredRows
+from remark.scoring.scorer import ScoredRows
+from remark.step.refill import take_rows
 
 __all__ = ["Gather", "LocalGather", "RankBatch", "RankSettings", "Round", "modified_rewards", "rank_step"]
 

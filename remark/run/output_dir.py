@@ -7,7 +7,7 @@ A new run refuses an ``output_dir`` that holds a previous run (its logs, eval ta
 removes exactly those (:data:`RUN_OUTPUTS` and ``checkpoint-N/``; of TensorBoard's ``runs/`` only its
 event-file folders, ``merged_base/`` only when its marker says remark merged it) and nothing else
 (``assets/`` is kept: it is reused when its settings match). ``resume=True`` takes the newest *complete*
-checkpoint (``remark.checkpoint``), printing the incomplete ones it skipped; an explicit checkpoint that
+checkpoint (``remark.step.checkpoint``), printing the incomplete ones it skipped; an explicit checkpoint that
 is incomplete, or no checkpoint at all, is an ``InputError``.
 """
 
@@ -18,9 +18,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
-from catalog.io import output_kind
-from remark.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import output_kind
+from remark.step.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
 
 #: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
 RUN_OUTPUTS = (
@@ -37,7 +37,7 @@ RUN_OUTPUTS = (
 )
 #: outputs a run writes before its first step: alone they are no previous run (``--overwrite`` still clears them).
 SETUP_OUTPUTS = ("remark_config.json", "runs", "merged_base")
-#: the ``catalog.io.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
+#: the ``catalog.shared.outputs.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
 MERGED_KIND = "merged-model"
 
 

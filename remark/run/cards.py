@@ -9,7 +9,7 @@ the test metrics with CIs once known, and the exact command.
 
 What a card is built from is kept beside it as ``card.json``, so ``remark card DIR --test EVAL_DIR``
 re-renders it with the test metrics of a ``remark eval run`` output (its ``metrics.json``). Each card is
-written into the temporary folder that becomes ``best/`` or ``final/`` (``catalog.io.atomic_dir``), so
+written into the temporary folder that becomes ``best/`` or ``final/`` (``catalog.shared.outputs.atomic_dir``), so
 neither folder ever exists without its card; ``best/``'s says "step S of N" with N the planned
 ``max_steps``, corrected at the run's end when it stopped elsewhere (:func:`set_card_total`).
 
@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.io import atomic_write
+from catalog.shared.outputs import atomic_write
 from data_prep.card import card_header
 
 CARD_JSON = "card.json"
@@ -205,7 +205,7 @@ def write_model_card(
 
 def eval_run_metrics(eval_dir: str | Path) -> dict[str, Any]:
     """The card's test section from a ``remark eval run`` output folder (its ``metrics.json``)."""
-    from catalog.errors import InputError
+    from catalog.shared.errors import InputError
 
     path = Path(eval_dir) / "metrics.json"
     if not path.is_file():
@@ -233,7 +233,7 @@ def eval_run_metrics(eval_dir: str | Path) -> dict[str, Any]:
 
 def add_test_metrics(folder: str | Path, eval_dir: str | Path) -> Path:
     """Re-render the card of ``folder`` (from its ``card.json``) with the test metrics of ``eval_dir``."""
-    from catalog.errors import InputError
+    from catalog.shared.errors import InputError
 
     folder = Path(folder)
     if not (folder / CARD_JSON).is_file():

@@ -5,7 +5,7 @@ plus the dataset columns of each row) and returns a ``ScoredRows``, computed onc
 slot ids, the scheme's rank rewards in one shape for every scheme (``rewards_RNK``, N = 1 for a per-list
 scheme), the token ranks of the configured segmentation and the end-token index. Text, lines and token
 offsets come from the same decode (``TokenOffsetMapper``), so reward ranks and token ranks cannot disagree
-under ``segmentation: lines``. Truncation, modifiers and everything after belong to ``remark.rank_step``.
+under ``segmentation: lines``. Truncation, modifiers and everything after belong to ``remark.step.rank_step``.
 ``RankReward`` is the reward function TRL calls; it keeps the scored rows for the rank step.
 
 The responder a ``responder``-scheme row is scored against: the row's own responder for per-responder
@@ -56,7 +56,7 @@ class ScoredRows:
     """One generation round's local completion rows, scored (R rows, K ranks, N responders, T tokens).
 
     ``rewards_RNK`` are the scheme's rewards as the scorer computed them, before truncation and modifiers
-    (``remark.rank_step`` applies those): (R, N, K) for a per-responder scheme, with ``mask_RN`` the
+    (``remark.step.rank_step`` applies those): (R, N, K) for a per-responder scheme, with ``mask_RN`` the
     responders that exist, and (R, 1, K) with an all-True mask for a per-list scheme
     (``remark.algos.rewards_RNK``); ``per_responder`` is the scheme's declared output.
     """
@@ -128,7 +128,7 @@ class RankScorer:
         rows of every group are all here) checks that groups are G consecutive rows of one request.
 
         Two parts: :meth:`row_stages` (decode, offsets, parse, ground, token ranks, end tokens: each row on
-        its own, so that ``remark.scoring_pool`` can spread rows over worker processes) and
+        its own, so that ``remark.scoring.pool`` can spread rows over worker processes) and
         :meth:`assemble` (responders, encoding, rewards: the batch). Seconds per stage of the last call
         are in ``last_timings``.
         """
@@ -250,7 +250,7 @@ class RankReward:
     def __init__(self, scorer: RankScorer | None = None, *, group_size: int | None = None) -> None:
         self.scorer = scorer
         self.group_size = group_size
-        self.pool: Any = None  # a remark.scoring_pool.ScoringPool: see prefetch
+        self.pool: Any = None  # a remark.scoring.pool.ScoringPool: see prefetch
         self._scored: ScoredRows | None = None
         self._pending: tuple[Any, Any, int] | None = None  # (rows, future, step)
         self.prefetched = 0  # reward calls answered by a prefetch

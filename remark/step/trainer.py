@@ -3,18 +3,18 @@
 The data path (``docs/architecture.md#the-data-path``), and the only places it touches TRL:
 
 1. **Score** (TRL's reward call): TRL generates, computes its log-probs and calls our one reward
-   function, ``remark.scoring.RankReward``, with the local rows. It parses, grounds and rewards every
+   function, ``remark.scoring.scorer.RankReward``, with the local rows. It parses, grounds and rewards every
    rank once (``RankScorer``) and returns the per-list sums, so TRL's ``reward`` logs stay meaningful.
    TRL's signature takes one float per row back, so the ``ScoredRows`` wait in the reward object until
    the trainer takes them right after TRL's round (``RankReward.take``): one call, one take.
-2. **Rank step** (``_generate_and_score_completions``): :func:`remark.rank_step.rank_step` turns the
+2. **Rank step** (``_generate_and_score_completions``): :func:`remark.step.rank_step.rank_step` turns the
    scored rows into a ``RankBatch`` (truncation, modifiers, the one gather per round, filters, refills,
    group scaling per rank, the token map, loss weights). The trainer replaces TRL's scalar advantages
    with its (B, T) advantages (TRL's loss takes them as they are, huggingface/trl#4525), masks the
    filtered rows, passes the aggregation weights as TRL's loss-only ``tool_mask`` and the token ranks as
-   ``rank_ids``. With refills the rounds' TRL batches are merged row for row (``remark.refill``).
+   ``rank_ids``. With refills the rounds' TRL batches are merged row for row (``remark.step.refill``).
 3. **Loss** (``_compute_loss``): TRL's own, with the rank-level ratio or GMPO's objective substituted
-   through the log-probabilities for that call (``remark.logps_hook``).
+   through the log-probabilities for that call (``remark.step.logps_hook``).
 
 Refill prompts come from a second shuffled pass over the training set (TRL's ``RepeatSampler`` with seed
 ``seed + 1``); every process walks the same stream and takes its slice, skipping dropped requests. The
@@ -31,18 +31,18 @@ import torch
 from trl import GRPOTrainer
 
 from catalog.table import Catalog
-from remark.checkpoint import SafeCheckpointMixin
 from remark.config import RemarkGRPOConfig
-from remark.logps_hook import logps_hook
-from remark.rank_step import RankSettings, Round, rank_step
-from remark.refill import merge_batches
-from remark.scoring import RankReward, RankScorer
+from remark.scoring.scorer import RankReward, RankScorer
+from remark.step.checkpoint import SafeCheckpointMixin
+from remark.step.logps_hook import logps_hook
+from remark.step.rank_step import RankSettings, Round, rank_step
+from remark.step.refill import merge_batches
 
 logger = logging.getLogger(__name__)
 
 
 class AcceleratorGather:
-    """``remark.rank_step.Gather`` over an ``accelerate.Accelerator`` (identity on one process)."""
+    """``remark.step.rank_step.Gather`` over an ``accelerate.Accelerator`` (identity on one process)."""
 
     def __init__(self, accelerator: Any) -> None:
         self.accelerator = accelerator
@@ -98,7 +98,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         )
         self.rank_reward.scorer = self.scorer
         if args.scoring_workers:  # rows are scored in worker processes from the end of generation on
-            from remark.scoring_pool import ScoringPool
+            from remark.scoring.pool import ScoringPool
 
             self.rank_reward.pool = ScoringPool(
                 catalog,

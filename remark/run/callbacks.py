@@ -39,9 +39,9 @@ from typing import Any
 import polars as pl
 from transformers import TrainerCallback
 
-from catalog.errors import InputError
-from catalog.io import atomic_dir, atomic_write
 from catalog.match import GroundingSettings, Matcher
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_dir, atomic_write
 from data_prep.dataset import PooledDataset
 from eval.generate import GenerationConfig, render_prompts, transformers_runner
 from eval.run import parse_and_ground
@@ -116,7 +116,7 @@ class ValidationCallback(TrainerCallback):
         self.completions_per_step = completions_per_step
         self.best: dict[str, Any] | None = None
         #: writes ``best/``'s model card into its temporary folder: (folder, best, planned steps);
-        #: ``run_training`` sets it (``remark.cards.write_folder_card``)
+        #: ``run_training`` sets it (``remark.run.cards.write_folder_card``)
         self.card_writer: Any = None
         self._t0 = time.monotonic()
         self._wall_before = 0.0

@@ -1,4 +1,4 @@
-"""How ``remark.scoring_pool`` cuts a batch into shards and puts the scored shards back together.
+"""How ``remark.scoring.pool`` cuts a batch into shards and puts the scored shards back together.
 
 - :func:`shard_bounds`: contiguous row ranges of whole groups, one per worker;
 - :func:`dedupe`: a shard's dataset columns sent once per run of equal rows (a group's G rows carry
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from catalog.lists import ParsedLists
-from remark.scoring import ScoredRows
+from remark.scoring.scorer import ScoredRows
 
 __all__ = ["dedupe", "join_shards", "pack_shard", "shard_bounds"]
 

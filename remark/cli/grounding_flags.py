@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 
 # catalog.match's GroundingSettings fields, MATCH_MODES, SCORERS and defaults, spelled out so that
 # `remark --help` imports no numpy / rapidfuzz (tests/remark/test_grounding_flags.py checks they agree).

@@ -44,7 +44,7 @@ from catalog.match import Matcher
 from catalog.parse import _EMPHASIS, _HEADING, _MARKERS, _OPENER, ParsedLine, _title_year
 from remark.algos import TokenOffsets, encode_rows, end_token_index, rewards_RNK, token_rank_index
 from remark.algos.tokens import _WHITESPACE, FILLER, LineSpan, _common_prefix_len
-from remark.scoring import RankScorer, ScoredRows, _Clock, hashed_responder_index
+from remark.scoring.scorer import RankScorer, ScoredRows, _Clock, hashed_responder_index
 
 __all__ = ["ReferenceOffsetMapper", "ReferenceScorer", "reference_ground_lines", "reference_parse_list"]
 

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from catalog.errors import InputError
+from catalog.shared.errors import InputError
 from catalog.text import decode_utf8
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 The thread count changes the numbers (a product summed by 2 threads adds its partial sums in another
 order than 1 thread, so runs drift apart after the first step), so it is a setting like the seed:
-``cpu_threads`` in the training config, ``--threads`` in the demo (``remark.demo.threads``, which also
+``cpu_threads`` in the training config, ``--threads`` in the demo (``remark.demo.worker_env``, which also
 fixes the pools of polars and the tokenizers through the environment of its worker processes).
 """
 

@@ -32,7 +32,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from remark.threads import set_torch_threads
+from remark.run.cpu_threads import set_torch_threads
 
 #: Environment variables that fix a library's thread pool, each to the stage's thread count.
 THREAD_ENV: tuple[str, ...] = (
@@ -76,7 +76,7 @@ def apply_threads(threads: int) -> None:
 
     missing = [n for n in THREAD_ENV if os.environ.get(n) != str(threads)]
     if missing:
-        raise RuntimeError(f"not started by remark.demo.threads.worker_env({threads}): {missing} differ")
+        raise RuntimeError(f"not started by remark.demo.worker_env.worker_env({threads}): {missing} differ")
     set_torch_threads(threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
 

@@ -17,10 +17,10 @@ printed, ``remark_config.json`` holds the settings used, ``train_summary.json["g
 what the dataset says and what was overridden.
 
 A used ``output_dir`` is refused or cleared (``overwrite``), and ``resume`` picks the newest complete
-checkpoint, before anything loads (``remark.run_dir``; its names are re-exported here). ``best/`` and
-``final/`` are written whole, model card included, and swapped in (``catalog.io.atomic_dir``).
+checkpoint, before anything loads (``remark.run.output_dir``; its names are re-exported here). ``best/`` and
+``final/`` are written whole, model card included, and swapped in (``catalog.shared.outputs.atomic_dir``).
 ``build_tiny`` first builds a synthetic dataset and an SFT-warmed tiny model under
-``output_dir/assets`` (``remark.tiny_assets``).
+``output_dir/assets`` (``remark.run.build_tiny``).
 
 This module holds the orchestration: :func:`run_training`, :func:`policy_model` (the model, adapter
 and tokenizer the trainer gets) and the final save.
@@ -36,11 +36,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import InputError
-from catalog.io import atomic_dir, atomic_write
-from remark.cards import set_card_total, write_folder_card
+from catalog.shared.errors import InputError
+from catalog.shared.outputs import atomic_dir, atomic_write
 from remark.config import RemarkGRPOConfig
-from remark.run_dir import (
+from remark.run.build_tiny import TINY_DEFAULTS, build_tiny_assets
+from remark.run.cards import set_card_total, write_folder_card
+from remark.run.output_dir import (
     MERGED_KIND,
     RUN_OUTPUTS,
     SETUP_OUTPUTS,
@@ -51,9 +52,8 @@ from remark.run_dir import (
     resume_group_size,
     tensorboard_logs,
 )
-from remark.tiny_assets import TINY_DEFAULTS, build_tiny_assets
 
-__all__ = [  # with the names of remark.run_dir and remark.tiny_assets, which lived here before
+__all__ = [  # with the names of remark.run.output_dir and remark.run.build_tiny, which lived here before
     "FINAL_KIND",
     "MERGED_KIND",
     "RUN_OUTPUTS",
@@ -69,7 +69,7 @@ __all__ = [  # with the names of remark.run_dir and remark.tiny_assets, which li
     "tensorboard_logs",
 ]
 
-#: the ``catalog.io.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.callbacks).
+#: the ``catalog.shared.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
 FINAL_KIND = "train-final"
 
 
@@ -114,11 +114,11 @@ def run_training(
     ``callbacks`` are extra ``transformers.TrainerCallback``s (progress bars, custom logging), added after
     the ones the config asks for (validation, divergence guard, group-size advisor). ``command`` (the command
     line, ``remark train`` passes its own) goes into the model cards of ``best/`` and ``final/``
-    (``remark.cards``).
+    (``remark.run.cards``).
 
-    The run holds torch's CPU threads at ``cpu_threads`` when that is set (``remark.threads``; restored after).
+    The run holds torch's CPU threads at ``cpu_threads`` when that is set (``remark.run.cpu_threads``; restored after).
     """
-    from remark.threads import torch_threads
+    from remark.run.cpu_threads import torch_threads
 
     with torch_threads(cfg.cpu_threads):
         return _run_training(cfg, resume=resume, callbacks=callbacks, overwrite=overwrite, command=command)
@@ -134,10 +134,10 @@ def _run_training(
 ) -> dict[str, Any]:
     """:func:`run_training` under the thread setting it chose."""
     from data_prep.dataset import choose_grounding, load_dataset
-    from remark.callbacks import DivergenceGuard, ValidationCallback
     from remark.config import validate_paths
-    from remark.data import training_dataset
-    from remark.trainer import RemarkGRPOTrainer
+    from remark.run.callbacks import DivergenceGuard, ValidationCallback
+    from remark.run.sampling import training_dataset
+    from remark.step.trainer import RemarkGRPOTrainer
 
     validate_paths(cfg, skip=("data_dir", "model_name_or_path") if cfg.build_tiny is not None else ())
     removed = prepare_output_dir(cfg.output_dir, resume=bool(resume), overwrite=overwrite)
