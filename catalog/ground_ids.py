@@ -3,7 +3,7 @@
 ``catalog.match.Matcher.ground_many`` explains every decision (a :class:`~catalog.match.Match` with the
 rule, the score and a sentence); the trainer's rewards and the evaluation need only the id, for every
 line of every list of a batch. :func:`ground_ids` gives exactly the ids ``ground_many`` would give
-(tests/catalog/test_fast_paths.py and tests/remark/test_scoring_equivalence.py check it), faster:
+(tests/catalog/test_fast_paths.py and tests/remark/scoring/test_scoring_equivalence.py check it), faster:
 
 - ids are cached per (title, year) in ``Matcher._id_cache``, apart from ``ground_many``'s
   :class:`Match` cache (read, never written here); a title seen before is one dict look-up;

@@ -28,7 +28,7 @@ def test_every_torchrun_launch_takes_a_free_port():
     files = launchers()
     assert (
         len(files) >= 2
-    )  # tests/remark/test_multiprocess.py (run_one_and_two, also used by the pool test), recipes' refill
+    )  # tests/remark/step/test_multiprocess.py (run_one_and_two, also used by the pool test), recipes' refill
     bad = {str(p.relative_to(REPO)): problems(p.read_text()) for p in files}
     assert not {k: v for k, v in bad.items() if v}
 

@@ -1,6 +1,6 @@
 """``kill -9`` during ``remark prep`` and ``remark eval score --out`` leaves the previous complete output
 (or, killed between the two renames of the swap, nothing, which the next write restores); the next run
-cleans the dead run's temporary folder and writes normally. Checkpoint kills: tests/remark/test_resume.py."""
+cleans the dead run's temporary folder and writes normally. Checkpoint kills: tests/remark/step/test_resume.py."""
 
 from __future__ import annotations
 

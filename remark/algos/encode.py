@@ -14,7 +14,7 @@ per run and gathered for the run's rows (numpy arrays, which the returned tensor
 row adds (slot ids, its own responder's ids) are looked up in its request's codes in one ``map`` per
 run, and those new to the request are numbered in order of first appearance within their row by one
 ``np.unique`` over (row, id) pairs. The codes and tables are those of building every row on its own
-(tests/algos/test_encode_requests.py).
+(tests/remark/algos/test_encode_requests.py).
 
 Departure from Rank-GRPO: it matched titles per row against the responder's ground truth with a
 decrementing count; here grounding happens first (catalog ids, docs/method.md#parsing-and-grounding) and

@@ -29,7 +29,7 @@ Per-token character offsets (``TokenOffsetMapper``, ``TokenOffsets``) live in ``
 (re-exported here).
 
 ``token_rank_index`` works on the batch at once (issue 13; the pre-change code is kept in
-``remark.oracles.scorer_reference`` and tests/algos/test_token_ranks_fast.py checks equality): line ends by one
+``remark.oracles.scorer_reference`` and tests/remark/algos/test_token_ranks_fast.py checks equality): line ends by one
 ``searchsorted`` over the newlines of the joined texts, ranks only for tokens with characters, and the
 whitespace test only for tokens outside every segment (``str.isspace`` on a few, a cumulative count of
 non-space code points on many).

@@ -4,7 +4,7 @@ Why: the same seed gave different models when the thread count changed (the demo
 torch threads from ``os.getloadavg()``): a matrix product summed by 2 threads adds its partial sums in
 another order than 1 thread, so the weights differ in their last bits after the first step and the runs
 drift apart. At a *fixed* thread count CPU training here is bit-for-bit repeatable, whatever else runs
-on the machine (``tests/test_demo_determinism.py`` runs the warm-up twice, with different
+on the machine (``tests/remark/demo/test_demo_determinism.py`` runs the warm-up twice, with different
 ``PYTHONHASHSEED`` values and a CPU-bound neighbour, and compares the weights).
 
 Every compute stage of the demo (warm-up, each RL run, each test evaluation) therefore runs in its own

@@ -21,10 +21,10 @@ accent strip is a table lookup, checked equal on every code point by tests/catal
 the article / hyphen regexes run only where a comma / hyphen is, checked equal to the unguarded code by
 tests/catalog/test_lists.py: these made the reference's ground stage faster too),
 ``encode_rows`` (made cheaper in place by issue 13, with the same tables:
-tests/algos/test_encode_requests.py), ``rewards_RNK``, ``newline_rank_index`` (Rank-GRPO's
+tests/remark/algos/test_encode_requests.py), ``rewards_RNK``, ``newline_rank_index`` (Rank-GRPO's
 segmentation), ``hashed_responder_index``.
 
-tests/remark/test_scoring_equivalence.py asserts that the new path gives identical texts, lines, slot
+tests/remark/scoring/test_scoring_equivalence.py asserts that the new path gives identical texts, lines, slot
 ids, rewards, token ranks and end indices; bench/scoring.py times the two side by side, each in a
 process of its own, and beside them the commit c9c2260 itself (``git archive``: the code as it was,
 shared helpers included), which is what its ratios against the pre-change code are measured on.

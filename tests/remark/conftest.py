@@ -1,5 +1,5 @@
 """Fixtures for trainer tests: hand-built pooled datasets, tiny models (all local, CPU), and scripted
-rollouts with a trainer that keeps its batches (shared with tests/recipes)."""
+rollouts with a trainer that keeps its batches (shared with tests/remark/recipes)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from remark.config import RemarkGRPOConfig
 from remark.run.training import run_training
 from remark.scoring.scorer import RankScorer
 from tests.remark.conftest import HAND_REQUESTS, scripted_rollout, write_hand_dataset
-from tests.remark.run_fields import tiny_run_fields
+from tests.remark.run.run_fields import tiny_run_fields
 
 pytestmark = pytest.mark.slow
 

@@ -15,9 +15,9 @@ import pytest
 
 from catalog.shared.errors import InputError
 from remark.config import validate_remark_layout
-from tests.recipes.conftest import SIGNAL
+from tests.remark.recipes.conftest import SIGNAL
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WORKER = Path(__file__).with_name("mp_refill_worker.py")
 
 

@@ -8,15 +8,15 @@ import json
 import pytest
 import torch
 
-from tests.recipes.test_pinned import CASES, PINNED
+from tests.remark.recipes.test_pinned import CASES, PINNED
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("name", ["union", "responder_drawn", "dapo_refill"])
 def test_pooled_trainer_gives_the_pinned_advantages(name, recipe_dataset, recipe_model_dir, tmp_path):
-    from tests.recipes.conftest import REQUESTS, make_trainer
     from tests.remark.conftest import scripted_rollout
+    from tests.remark.recipes.conftest import REQUESTS, make_trainer
 
     recipe, scheme, overrides, script, eos = CASES[name]
     trainer, tok = make_trainer(

@@ -12,7 +12,7 @@ from data_prep.card import read_card_header
 from remark.cli.main import main
 from remark.run.callbacks import ValidationCallback
 from remark.run.training import run_training
-from tests.remark.test_training_run import config
+from tests.remark.run.test_training_run import config
 
 
 def test_prep_writes_a_dataset_card_with_the_pooled_statistics(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.remark.test_multiprocess import collect, run_one_and_two
+from tests.remark.step.test_multiprocess import collect, run_one_and_two
 
 pytestmark = pytest.mark.slow
 

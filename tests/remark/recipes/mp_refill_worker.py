@@ -10,10 +10,10 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.recipes.conftest import REQUESTS, Capturing, run_fields, scripted_rollout
 from tests.remark.conftest import write_hand_dataset
+from tests.remark.recipes.conftest import REQUESTS, Capturing, run_fields, scripted_rollout
 
 
 def main(model_dir: str, out: str) -> None:

@@ -10,7 +10,7 @@ from catalog.shared.errors import InputError
 from remark.cli.main import main
 from remark.config import load_config
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TINY = REPO / "configs" / "tiny_cpu.yaml"
 
 

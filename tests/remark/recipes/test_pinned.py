@@ -1,7 +1,7 @@
 """Per-token advantages of the scripted rollouts, pinned for every reward scheme, modifier, filter and
 recipe family member: a refactor of the rank step must leave them unchanged.
 
-``pinned_advantages.json`` was written by this file (``python -m tests.recipes.test_pinned OUT``) from
+``pinned_advantages.json`` was written by this file (``python -m tests.remark.recipes.test_pinned OUT``) from
 the trainer as it stood before ``remark.step.rank_step`` existed (commit 82ae1fb), except where a case says
 it was re-pinned and why. Each case trains two scripted steps and records, per captured batch: the rows'
 request ids, the (B, T) advantages and token ranks, the loss mask, TRL's loss-only weights and token
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.recipes.conftest import SCRIPT, make_trainer
+from tests.remark.recipes.conftest import SCRIPT, make_trainer
 
 PINNED = Path(__file__).with_name("pinned_advantages.json")
 
@@ -90,8 +90,8 @@ REFILLED = {"dapo_refill", "dapo_refill_responder_rb", "olmo3"}
 
 
 def run_case(name, dataset, model_dir, tmp_path):
-    from tests.recipes.conftest import REQUESTS
     from tests.remark.conftest import scripted_rollout as rollout
+    from tests.remark.recipes.conftest import REQUESTS
 
     recipe, scheme, overrides, script, eos = CASES[name]
     trainer, tok = make_trainer(
@@ -148,8 +148,8 @@ def main(out: str) -> None:
     import tempfile
 
     from data_prep.dataset import load_dataset
-    from tests.recipes.conftest import REQUESTS
     from tests.remark.conftest import build_hand_model, write_hand_dataset
+    from tests.remark.recipes.conftest import REQUESTS
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

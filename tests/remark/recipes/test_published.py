@@ -22,8 +22,8 @@ from remark.recipes import load_recipe
 from remark.run.tiny_model import train_tokenizer
 from remark.scoring.scorer import RankScorer
 from remark.step.rank_step import LocalGather, RankSettings, Round, rank_step
-from tests.algos.test_tokens import spm  # noqa: F401  (fixture)
 from tests.conftest import REPO, TINY_TITLES
+from tests.remark.algos.test_tokens import spm  # noqa: F401  (fixture)
 
 K = 4
 CPU = {

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from remark.algos import eligibility, encode_rows, log_decay, rank_rewards
-from tests.algos.cases import COUNTS, RESPONDERS, SEEN, SLOTS, UNION, encoded
+from tests.remark.algos.cases import COUNTS, RESPONDERS, SEEN, SLOTS, UNION, encoded
 
 T = torch.tensor
 

@@ -14,7 +14,7 @@ import pytest
 from remark.cli.main import main
 from remark.planning.logs import read_profile
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SHIPPED = REPO / "bench" / "profiles" / "h200_gpu_check.json"
 # the H200 measurement: G -> (step s, peak GiB), 16 prompts, cap 320, 0.5B-shaped model
 MEASURED = {4: (14.5, 5.4), 8: (12.1, 8.5), 16: (12.6, 14.6)}

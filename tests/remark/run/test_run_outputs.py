@@ -13,7 +13,7 @@ from catalog.shared.outputs import atomic_dir
 from remark.cli.main import main
 from remark.run.callbacks import ValidationCallback
 from remark.run.training import prepare_output_dir, previous_run, run_training
-from tests.remark.test_training_run import config
+from tests.remark.run.test_training_run import config
 
 
 def _events(folder, name="events.out.tfevents.1.host.1.0"):

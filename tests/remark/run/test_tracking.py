@@ -12,7 +12,7 @@ import pytest
 from catalog.shared.errors import InputError
 from remark.run.callbacks import ValidationCallback
 from remark.run.training import run_training
-from tests.remark.test_training_run import config
+from tests.remark.run.test_training_run import config
 
 pytest.importorskip("tensorboard")
 METRIC = "eval/recall@3/union"

@@ -15,7 +15,7 @@ import torch
 
 from remark.config import compose_config
 from remark.step.rank_step import modified_rewards
-from tests.recipes.conftest import (
+from tests.remark.recipes.conftest import (
     SIGNAL,
     G,
     K,

@@ -14,7 +14,7 @@ from remark.config import RemarkGRPOConfig
 from remark.run.callbacks import DivergenceGuard, ValidationCallback
 from remark.run.sampling import training_dataset
 from remark.step.trainer import RemarkGRPOTrainer
-from tests.remark.run_fields import tiny_run_fields
+from tests.remark.run.run_fields import tiny_run_fields
 
 pytestmark = pytest.mark.slow
 

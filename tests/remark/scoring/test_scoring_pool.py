@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from remark.scoring.pool import ScoringPool, ScoringWorkerError
 from remark.scoring.scorer import RankScorer
 from remark.scoring.shards import shard_bounds
-from tests.remark.test_scoring_equivalence import ITEMS, K, _bpe, assert_same, batch, columns, encode
-from tests.remark.test_scoring_equivalence import catalog as catalog  # the fixture
+from tests.remark.scoring.test_scoring_equivalence import ITEMS, K, _bpe, assert_same, batch, columns, encode
+from tests.remark.scoring.test_scoring_equivalence import catalog as catalog  # the fixture
 
 G = 2
 

@@ -14,8 +14,8 @@ from remark.algos.offsets import FlatRows
 from remark.algos.tokens import _byte_level_unplain_ids, _rust_decoder
 from remark.oracles.scorer_reference import ReferenceOffsetMapper
 from remark.run.tiny_model import train_tokenizer
-from tests.algos.test_tokens import TEXTS
 from tests.conftest import TINY_TITLES
+from tests.remark.algos.test_tokens import TEXTS
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from catalog.shared.errors import InputError
 from data_prep.card import read_card_header
 from remark.config import RemarkGRPOConfig
 from remark.run.training import run_training
-from tests.remark.run_fields import tiny_run_fields
+from tests.remark.run.run_fields import tiny_run_fields
 
 pytest.importorskip("peft")
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from remark.algos import rank_advantages, rank_rewards, scale_advantages
-from tests.algos.cases import encoded
+from tests.remark.algos.cases import encoded
 
 T = torch.tensor
 EPS = 1e-4
@@ -149,7 +149,7 @@ def test_integer_rewards_are_accepted():
 
 def test_per_responder_advantages_are_the_responder_schemes_for_each_draw():
     from remark.algos import encode_rows, per_responder_advantages
-    from tests.algos.cases import COUNTS, RESPONDERS, SEEN, SLOTS, UNION
+    from tests.remark.algos.cases import COUNTS, RESPONDERS, SEEN, SLOTS, UNION
 
     enc = encoded()
     per = per_responder_advantages(

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from remark.recipes import load_recipe, recipe_names
-from tests.recipes.conftest import (
+from tests.remark.recipes.conftest import (
     SIGNAL,
     assert_rank_advantages,
     expected_rewards,

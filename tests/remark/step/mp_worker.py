@@ -10,10 +10,10 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from tests.remark.conftest import HAND_REQUESTS, write_hand_dataset
-from tests.remark.test_trainer_scripted import SCRIPT
+from tests.remark.step.test_trainer_scripted import SCRIPT
 
 
 def main(model_dir: str, out: str, per_device: int, scoring_workers: int = 0) -> None:

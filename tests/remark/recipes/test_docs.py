@@ -10,7 +10,7 @@ from remark.cli.main import build_parser
 from remark.config import compose_config
 from remark.recipes import recipe_names
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def table_rows():
