@@ -23,7 +23,7 @@ _SOURCES: dict[str, str] = {
     "InputError": "catalog.shared.errors",
     "atomic_dir": "catalog.shared.outputs",
     "atomic_write": "catalog.shared.outputs",
-    "read_table": "catalog.shared.outputs",
+    "read_table": "catalog.shared.files",
     "DEFAULT_SCORER": "catalog.match",
     "DEFAULT_THRESHOLD": "catalog.match",
     "GroundingSettings": "catalog.match",
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from catalog.normalize import normalize_title, split_title_year
     from catalog.parse import ParsedLine, parse_line, parse_list
     from catalog.shared.errors import InputError
-    from catalog.shared.outputs import atomic_dir, atomic_write, read_table
+    from catalog.shared.files import read_table
+    from catalog.shared.outputs import atomic_dir, atomic_write
     from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
 
 

@@ -56,7 +56,7 @@ import numpy as np
 import polars as pl
 from rapidfuzz import fuzz, process
 
-from catalog.ground_ids import ground_ids
+from catalog.ground_ids import IdGrounder, remember
 from catalog.index import (
     CatalogIndex,
     bare_key,
@@ -143,10 +143,17 @@ class Matcher:
         self.workers = workers
         self.cache_size = int(cache_size)
         self.index = CatalogIndex.build(catalog.df)
-        self._keys = np.asarray(self.index.entry_key, dtype=object)
         self._cache: dict[tuple[str | None, int | None], Match] = {}
-        self._id_cache: dict[tuple[str, int | None], str | None] = {}  # ground_lines' answers
-        self._candidates: dict = {}  # catalog.ground_ids.year_candidates, per query year
+        self._ids = IdGrounder(  # ground_titles' answers (ids only), with their own cache
+            self.index,
+            settings,
+            rules=self._rules,
+            explained=self._cache,
+            workers=workers,
+            cache_size=cache_size,
+            min_fuzzy_len=min_fuzzy_len,
+        )
+        self._keys = self._ids.keys
 
     def __repr__(self) -> str:
         return f"Matcher({len(self.catalog)} items, {self.settings.describe()})"
@@ -180,7 +187,7 @@ class Matcher:
                 found[q] = hit
         if todo:
             found.update(self._fuzzy(list(todo)))
-        self._remember(found)
+        remember(self._cache, found, self.cache_size)
         return [found[q] for q in queries]
 
     def ground_frame(
@@ -207,8 +214,8 @@ class Matcher:
 
         One batched pass over all rows: the path the trainer's rewards and the evaluation share, so that a
         list is grounded the same way in both. It returns the ids :meth:`ground_many` would give, without
-        its explanations (issue 13): ids are cached per (title, year) apart from ``ground_many``'s
-        :class:`Match` cache (which is read, not written), and the fuzzy rule (``catalog.ground_ids.fuzzy_ids``) scores
+        its explanations: ids are cached per (title, year) apart from ``ground_many``'s
+        :class:`Match` cache (which is read, not written), and the fuzzy rule (``catalog.ground_ids.IdGrounder.fuzzy_ids``) scores
         with a score cutoff and skips queries whose length cannot reach the threshold.
         """
         if isinstance(rows, ParsedLists):  # columns already: no ParsedLine is built or read
@@ -226,22 +233,13 @@ class Matcher:
         years = years if isinstance(years, list) else list(years)
         if not set(map(type, years)) <= _PLAIN_YEARS:  # e.g. numpy ints: as ground_many, int(year)
             years = [None if y is None else int(y) for y in years]
-        return ground_ids(self, list(zip(titles, years, strict=True)))
+        return self._ids.ground(list(zip(titles, years, strict=True)))
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._id_cache.clear()
+        self._ids.clear()
 
     # -- internals --------------------------------------------------------------------------------------
-    def _remember(self, found: dict, cache: dict | None = None) -> None:
-        cache = self._cache if cache is None else cache
-        if self.cache_size <= 0:
-            return
-        overflow = len(cache) + len(found) - self.cache_size
-        if overflow > 0:  # drop the oldest entries (dicts keep insertion order)
-            for k in list(itertools.islice(cache, overflow)):
-                del cache[k]
-        cache.update(itertools.islice(found.items(), self.cache_size))
 
     def _hit(self, entry: int, rule: str, score: float, detail: str) -> Match:
         ix = self.index

@@ -34,7 +34,8 @@ from typing import Literal
 import polars as pl
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_write, read_table, table_format
+from catalog.shared.files import read_table, table_format
+from catalog.shared.outputs import atomic_write
 
 __all__ = ["CATALOG_SCHEMA", "Catalog", "load_catalog"]
 

@@ -25,7 +25,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_write, check_inputs, iter_jsonl
+from catalog.shared.files import iter_jsonl
+from catalog.shared.outputs import atomic_write, check_inputs
 
 
 def _check_list(answers: object, path: Path, row: int | None, qid: str) -> list[str]:

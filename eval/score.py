@@ -45,7 +45,7 @@ import polars as pl
 from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_line
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import iter_jsonl
+from catalog.shared.files import iter_jsonl
 from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.metrics import DEFAULT_KS, METRICS

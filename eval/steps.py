@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import iter_jsonl
+from catalog.shared.files import iter_jsonl
 from eval.bootstrap import BootstrapConfig, bootstrap_sums, intervals
 from eval.views import split_key, weight_column, weights_for
 

@@ -1,4 +1,4 @@
-"""Atomic, owned outputs and table input shared by every package.
+"""Atomic, owned outputs shared by every package.
 
 ``atomic_write(path)`` and ``atomic_dir(path, kind)`` yield a temporary path in the destination's folder
 (same filesystem, so the final ``os.replace`` is atomic); on success it replaces ``path``, on any
@@ -20,9 +20,6 @@ each write, leftovers of ``NAME`` from writers that are dead on this host are cl
 removed; an ``.old`` (the previous output, moved aside just before the swap) is put back when ``NAME``
 is missing (the writer died between the two renames) and removed otherwise. Leftovers whose owner is
 unknown (another host, or an older remark) are reported with a ``StaleOutputWarning``, never removed.
-
-``read_table(path)`` reads CSV, parquet, JSON (a list of records) or JSON lines by extension into a
-polars frame; unreadable input raises ``InputError`` naming the file.
 """
 
 from __future__ import annotations
@@ -37,17 +34,11 @@ import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from catalog.shared.errors import InputError
-from catalog.text import decode_utf8
-
-if TYPE_CHECKING:
-    import polars as pl
 
 __all__ = [
     "OUTPUT_MARKER",
-    "TABLE_FORMATS",
     "StaleOutputWarning",
     "atomic_dir",
     "atomic_write",
@@ -55,20 +46,8 @@ __all__ = [
     "check_output_dir",
     "clean_stale",
     "output_kind",
-    "read_table",
-    "table_format",
 ]
 
-#: extension (lower case, without the dot) -> format name understood by :func:`read_table`.
-TABLE_FORMATS: dict[str, str] = {
-    "csv": "csv",
-    "tsv": "tsv",
-    "parquet": "parquet",
-    "pq": "parquet",
-    "json": "json",
-    "jsonl": "jsonl",
-    "ndjson": "jsonl",
-}
 
 #: the ownership marker inside every folder written by :func:`atomic_dir`.
 OUTPUT_MARKER = ".remark-output.json"
@@ -318,74 +297,3 @@ def atomic_dir(
         raise
     if old is not None:
         _remove(old)
-
-
-def iter_jsonl(path: str | os.PathLike[str], *, hint: str | None = None) -> Iterator[tuple[int, dict]]:
-    """Non-blank lines of a JSON-lines file as ``(1-based line number, object)``.
-
-    A missing file, a line that is not UTF-8, not valid JSON or not a JSON object raises ``InputError``
-    naming the file and line (with ``hint``, e.g. the expected format).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("file not found", path=p, hint=hint)
-    with p.open("rb") as fh:
-        for line_no, raw in enumerate(fh, start=1):
-            line = decode_utf8(raw, p, line_offset=line_no - 1)
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"not valid JSON ({err.msg})", path=p, row=line_no, hint=hint) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", path=p, row=line_no, hint=hint)
-            yield line_no, obj
-
-
-def table_format(path: str | os.PathLike[str]) -> str:
-    """The format :func:`read_table` would use for ``path`` (by extension), or raise ``InputError``."""
-    ext = Path(path).suffix.lower().lstrip(".")
-    if ext not in TABLE_FORMATS:
-        raise InputError(
-            f"cannot tell the table format from the extension {Path(path).suffix!r}",
-            path=path,
-            hint="use one of ." + ", .".join(TABLE_FORMATS),
-        )
-    return TABLE_FORMATS[ext]
-
-
-def read_table(
-    path: str | os.PathLike[str], *, format: str | None = None, infer_schema: bool = True
-) -> pl.DataFrame:
-    """Read a CSV/TSV, parquet, JSON (list of records) or JSON-lines file into a polars frame.
-
-    ``format`` overrides the extension ("csv", "tsv", "parquet", "json", "jsonl"). With
-    ``infer_schema=False`` CSV columns are read as strings (ids with leading zeros, years to validate).
-    """
-    import polars as pl  # here, not at the top: the atomic writers must not load polars (remark --help)
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("file not found", path=p, hint="check the path")
-    fmt = format or table_format(p)
-    try:
-        if fmt in ("csv", "tsv"):
-            return pl.read_csv(
-                p,
-                separator="\t" if fmt == "tsv" else ",",
-                infer_schema=infer_schema,
-                infer_schema_length=None,
-            )
-        if fmt == "parquet":
-            return pl.read_parquet(p)
-        if fmt == "json":
-            return pl.read_json(p, infer_schema_length=None)
-        if fmt == "jsonl":
-            return pl.read_ndjson(p, infer_schema_length=None)
-    except (pl.exceptions.PolarsError, OSError, ValueError) as err:
-        if fmt != "parquet" and "utf-8" in str(err).lower():
-            decode_utf8(p.read_bytes(), p)  # raises, naming the line and column of the first bad byte
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"cannot read as {fmt}: {first}", path=p, hint="check the file's format") from err
-    raise InputError(f"unknown table format {fmt!r}", path=p, hint="use csv, tsv, parquet, json or jsonl")

@@ -19,8 +19,7 @@ import polars as pl
 
 from catalog.normalize import split_title_year
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import read_table, table_format
-from catalog.text import utf8_error
+from catalog.shared.files import read_table, table_format, utf8_error
 from data_prep.schema import Report, flag_rows
 
 SKIP_HINT = "fix or delete the line, or pass --skip-bad-rows to skip it"
@@ -174,7 +173,7 @@ def read_rows(
 
     JSON lines read ``fields`` as strings, with the JSON kinds of ``kinds`` checked; CSV cells are strings and ``row`` counts the header as row 1,
     as a spreadsheet shows it; parquet keeps its types and ``row`` is the 1-based row index. CSV and
-    parquet are read by ``catalog.shared.outputs.read_table``.
+    parquet are read by ``catalog.shared.files.read_table``.
     """
     path = Path(path)
     fmt = table_format(path)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import iter_jsonl
+from catalog.shared.files import iter_jsonl
 from remark.cli.args import positive_int
 from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
 

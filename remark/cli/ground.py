@@ -56,7 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _read_input(path: str | None) -> str:
-    from catalog.text import decode_utf8, read_text
+    from catalog.shared.files import decode_utf8, read_text
 
     if path is None or path == "-":
         stdin = getattr(sys.stdin, "buffer", None)  # in-process callers may pass a text stream

@@ -48,7 +48,7 @@ def _read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
     """(the file's mapping, the 1-based line of each top-level key)."""
     import yaml
 
-    from catalog.text import read_text
+    from catalog.shared.files import read_text
 
     path = Path(path)
     text = read_text(path, what="config file")

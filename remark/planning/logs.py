@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import iter_jsonl
+from catalog.shared.files import iter_jsonl
 
 #: ``--x`` choice -> key in the eval log.
 X_KEYS = {"steps": "step", "samples": "samples", "gpu_hours": "gpu_hours"}

@@ -140,9 +140,9 @@ def test_small_caches_evict_and_stay_right():
     assert [r[0] for r in m.ground_lines(_lines(queries))] == [
         mm.item_id for mm in Matcher(m.catalog).ground_many(*zip(*queries))
     ]
-    assert len(m._id_cache) <= 2
+    assert len(m._ids.cache) <= 2
     m.clear_cache()
-    assert not m._id_cache and not m._cache
+    assert not m._ids.cache and not m._cache
 
 
 # ---- parse -----------------------------------------------------------------------------------------
