@@ -72,7 +72,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
-from trainer_overhead import KINDS, build_world, common_args, median_of, timed_run
+from timed_steps import KINDS, build_world, common_args, median_of, timed_run
 
 from remark.run.tiny_model import TinySpec, realistic_spec
 

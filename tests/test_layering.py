@@ -47,37 +47,35 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    """Lines inside ``if TYPE_CHECKING:`` blocks (annotations only: not a run-time dependency)."""
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
+#: Folders of scripts that import each other by bare module name (the folder is on ``sys.path``).
+SCRIPT_FOLDERS = ["bench"]
 
 
-def module_graph(packages: list[str]) -> dict[str, set[str]]:
-    """Module -> the repository modules it imports (top-level and inside functions alike).
+def module_graph(packages: list[str], scripts: list[str] = ()) -> dict[str, set[str]]:
+    """Module -> the repository modules it imports: at the top, inside functions and in
+    ``TYPE_CHECKING`` blocks alike (a type-only import is still a dependency a reader must follow).
 
     ``from a.b import c`` points at ``a.b.c`` when that is a module, else at ``a.b``; relative imports
-    are resolved against the importing module's package.
+    are resolved against the importing module's package. A script of ``scripts`` (``bench/x.py``) is the
+    module ``bench.x``, and ``import x`` inside that folder points at it.
     """
-    paths = [p for pkg in packages for p in sorted((REPO / pkg).rglob("*.py"))]
+    paths = [p for pkg in [*packages, *scripts] for p in sorted((REPO / pkg).rglob("*.py"))]
     modules = {_module_name(p): p for p in paths}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
-        skip = _type_checking_lines(tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        script_folder = name.split(".")[0] if name.split(".")[0] in scripts else None
+
+        def local(mod: str, script_folder: str | None = script_folder) -> str:
+            return f"{script_folder}.{mod}" if script_folder and f"{script_folder}.{mod}" in modules else mod
+
         targets: set[str] = set()
         for node in ast.walk(tree):
-            if getattr(node, "lineno", None) in skip:
-                continue
             if isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
+                targets.update(local(alias.name) for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
+                base = local(node.module or "")
                 if node.level:
                     anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                     base = ".".join([*anchor, *([base] if base else [])])
@@ -112,10 +110,20 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_no_import_cycle_among_modules():
-    cycle = find_cycle(module_graph(LAYERS))
+    cycle = find_cycle(module_graph(LAYERS, SCRIPT_FOLDERS))
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
 def test_cycle_check_detects_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_sees_imports_in_functions_type_checking_blocks_and_scripts():
+    graph = module_graph(LAYERS, SCRIPT_FOLDERS)
+    assert "catalog.settings" in graph["catalog.ground_ids"]  # a top-level import
+    assert "remark.planning.adaptive" in graph["remark.step.trainer"]  # inside a method
+    assert "bench.timed_steps" in graph["bench.gpu_check"]  # a script importing a sibling by bare name
+    assert "catalog.equivalence" in graph["catalog"]  # only inside catalog/__init__'s TYPE_CHECKING block
+    tree = {"m": {"n"}}
+    assert find_cycle({**tree, "n": {"m"}}) == ["m", "n", "m"]
