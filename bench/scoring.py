@@ -1,20 +1,17 @@
-"""``RankScorer.score`` vs the pre-change serial path on 256 completions per step (issue 13; run by hand).
+"""``RankScorer.score`` of this checkout against an earlier commit's, on 256 completions per step (run by hand).
 
     python bench/scoring.py [--steps 5] [--warm-steps 8] [--workloads random,blurb,plain] \
-        [--pool-workers 2] [--pre-change c9c2260] [--data DIR] [--seed 0] [--json OUT.json]
+        [--pool-workers 2] [--baseline c9c2260] [--data DIR] [--seed 0] [--json OUT.json]
 
 What is compared, in one run, each path in a process of its own (``bench/scoring_worker.py``: the paths
 would otherwise share ``normalize_title``'s cache and the parser's, and the second path of a step would
 find the first one's work done):
 
 - ``new``: ``RankScorer.score`` of this checkout;
-- ``reference``: ``remark.oracles.scorer_reference.ReferenceScorer``, the pre-change stages kept in the package
-  for this and for the equivalence tests. It shares a few helpers with the new path (its docstring lists
-  them: ``normalize_title``, the matcher's rules, ``encode_rows``), which issue 13 made faster too, so
-  its ratio understates the change;
-- ``pre_change``: ``RankScorer.score`` of the commit before issue 13's speed-ups (``--pre-change``,
-  default c9c2260), extracted with ``git archive`` into a temporary folder and imported there: the
-  code as it was, whole. Skipped, with a message, in a checkout without that commit.
+- ``baseline``: ``RankScorer.score`` of the commit ``--baseline`` (default c9c2260, the last commit before
+  the scoring speed-ups recorded in bench/RESULTS.md), extracted with ``git archive`` into a temporary
+  folder and imported there: the code as it was, whole. Skipped, with a message, in a checkout without
+  that commit (then only the new path's times are reported, with no ratio).
 
 The rows (``bench/scoring_workloads.py``: random-token rows like gpu_check's, twenty-line
 "N. Title (Year) - blurb" lists with noise, plain "Title (Year)" lists; catalog: Reddit-v2's 7,404
@@ -28,14 +25,14 @@ path with the new path's, and stops on a difference.
 - ``warm``: every path's scorer scores ``--warm-steps`` batches first; the timed steps are further
   batches (new rows: the caches hold earlier steps' pieces, lines and titles, as in training).
 
-Work (``reference_ms``, ``new_ms``, ``pre_change_ms``) is the CPU time of the path's process per
-``score`` call (``time.process_time``: every path is single-threaded, and CPU time barely moves with the
-machine's load, where wall time does); the wall times are reported beside them (``*_wall_ms``). Each
-timed call starts after a full ``gc.collect()`` (off the clock). The paths take turns going first. Medians
-over the timed steps; ``ratio`` (= ``reference_ratio``) and ``pre_change_ratio``: the median of the
-per-step ratios path / new (same step, same rows), with their min and max. Per-stage ms (wall) come
-from the scorers' ``last_timings`` (decode + offsets, parse, ground, rewards = responders + encoding +
-rewards, token ranks + end tokens; the pre-change code has none).
+Work (``new_ms``, ``baseline_ms``) is the CPU time of the path's process per ``score`` call
+(``time.process_time``: every path is single-threaded, and CPU time barely moves with the machine's
+load, where wall time does); the wall times are reported beside them (``*_wall_ms``). Each timed call
+starts after a full ``gc.collect()`` (off the clock). The paths take turns going first. Medians over the
+timed steps; ``ratio`` (= ``baseline_ratio``): the median of the per-step ratios baseline / new (same
+step, same rows), with its min and max. Per-stage ms (wall) of the new path come from the scorer's
+``last_timings`` (decode + offsets, parse, ground, rewards = responders + encoding + rewards, token
+ranks + end tokens).
 
 ``wait_ms`` is what a trainer step waits for scoring: the wall time from handing the rows to a
 ``remark.scoring.pool.ScoringPool`` of ``--pool-workers`` processes (warm: it has scored the warm-up
@@ -74,9 +71,9 @@ from catalog.table import Catalog, load_catalog
 STAGES = ("decode_offsets", "parse", "ground", "rewards", "token_ranks")
 
 
-PATHS = ("reference", "new", "pre_change")
-#: The last commit before issue 13's speed-ups (main after the rank_step refactor): the pre-change path.
-PRE_CHANGE_REV = "c9c2260"
+PATHS = ("new", "baseline")
+#: The default baseline: the last commit before the scoring speed-ups recorded in bench/RESULTS.md.
+BASELINE_REV = "c9c2260"
 
 
 class PathProcess:
@@ -115,7 +112,7 @@ def compare(digests: dict[str, dict[str, str]], where: str) -> None:
             raise AssertionError(f"{where}: the {path} path differs from the new path in {', '.join(bad)}")
 
 
-def pre_change_tree(rev: str, into: Path) -> str | None:
+def baseline_tree(rev: str, into: Path) -> str | None:
     """``git archive REV`` of this checkout, extracted under ``into`` (None, with a message, without git
     history)."""
     import subprocess
@@ -130,12 +127,12 @@ def pre_change_tree(rev: str, into: Path) -> str | None:
         ).stdout.strip()
         tar = subprocess.run(["git", "-C", str(root), "archive", sha], capture_output=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
-        print(f"pre-change path skipped: {rev} is not in this checkout's history ({exc})", flush=True)
+        print(f"baseline path skipped: {rev} is not in this checkout's history ({exc})", flush=True)
         return None
     import io
     import tarfile
 
-    tree = into / f"pre_change_{sha[:12]}"
+    tree = into / f"baseline_{sha[:12]}"
     with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
         tf.extractall(tree, filter="data")
     return str(tree)
@@ -201,8 +198,9 @@ def make_pool(catalog: Catalog, tokenizer: Any, workers: int):
     if workers <= 0:
         return None
     from remark.scoring.pool import ScoringPool
+    from remark.scoring.scorer import RankScorer
 
-    return ScoringPool(catalog, tokenizer, workers=workers, k=K, scheme="union")
+    return ScoringPool(RankScorer(catalog, tokenizer, k=K, scheme="union"), workers=workers)
 
 
 def summarize(rec: dict[str, list], stages: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
@@ -214,11 +212,12 @@ def summarize(rec: dict[str, list], stages: dict[str, dict[str, list[float]]]) -
         out[key] = med(values)
         if key.endswith("_ratio"):
             out[f"{key}_min"], out[f"{key}_max"] = min(values), max(values)
-    out["ratio"], out["ratio_min"], out["ratio_max"] = (
-        out["reference_ratio"],
-        out["reference_ratio_min"],
-        out["reference_ratio_max"],
-    )
+    if "baseline_ratio" in out:
+        out["ratio"], out["ratio_min"], out["ratio_max"] = (
+            out["baseline_ratio"],
+            out["baseline_ratio_min"],
+            out["baseline_ratio_max"],
+        )
     if rec["wait_ms"]:
         out["wait_ms_max"] = max(rec["wait_ms"])
     out["steps"] = len(rec["new_ms"])
@@ -228,20 +227,15 @@ def summarize(rec: dict[str, list], stages: dict[str, dict[str, list[float]]]) -
 
 
 def print_line(kind: str, cache: str, s: dict[str, Any]) -> None:
-    st = s["stages_ms"]
-    parts = " ".join(f"{k} {st['reference'].get(k, 0):.0f}/{st['new'].get(k, 0):.0f}" for k in STAGES)
+    st = s["stages_ms"]["new"]
+    parts = " ".join(f"{k} {st.get(k, 0):.0f}" for k in STAGES)
     wait = f", wait {s['wait_ms']:.1f}" if "wait_ms" in s else ""
-    pre = (
-        f"; pre-change {s['pre_change_ms']:.1f} ms, ratio {s['pre_change_ratio']:.2f} "
-        f"({s['pre_change_ratio_min']:.2f}-{s['pre_change_ratio_max']:.2f})"
-        if "pre_change_ms" in s
-        else ""
+    base = (
+        f"; baseline {s['baseline_ms']:.1f} ms, ratio {s['ratio']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f})"
+        if "ratio" in s
+        else "; no baseline"
     )
-    print(
-        f"{kind:<7} {cache}: reference {s['reference_ms']:.1f} ms, new {s['new_ms']:.1f} ms{wait}; ratio "
-        f"{s['ratio']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f}){pre}; stages ref/new ms: {parts}",
-        flush=True,
-    )
+    print(f"{kind:<7} {cache}: new {s['new_ms']:.1f} ms{wait}{base}; new stages ms: {parts}", flush=True)
 
 
 def find_catalog(data: str | None) -> Path | None:
@@ -266,9 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument(
-        "--pre-change",
-        default=PRE_CHANGE_REV,
-        help="commit of the pre-change code, timed as a third path from `git archive` ('none': skip)",
+        "--baseline",
+        default=BASELINE_REV,
+        help="commit whose scorer is timed beside this checkout's, from `git archive` ('none': skip)",
     )
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -290,8 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="remark-bench-") as tmp:
         tokenizer.save_pretrained(Path(tmp) / "tokenizer")
-        tree = None if a.pre_change == "none" else pre_change_tree(a.pre_change, Path(tmp))
-        trees = {"reference": None, "new": None} | ({} if tree is None else {"pre_change": tree})
+        tree = None if a.baseline == "none" else baseline_tree(a.baseline, Path(tmp))
+        trees = {"new": None} | ({} if tree is None else {"baseline": tree})
         procs = {p: PathProcess(p, t, path, str(Path(tmp) / "tokenizer")) for p, t in trees.items()}
         try:
             for kind in [w.strip() for w in a.workloads.split(",") if w.strip()]:
@@ -305,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": load,
         "load_after": os.getloadavg(),
         "cpu_count": os.cpu_count(),
-        "pre_change_tree": None if tree is None else Path(tree).name,
+        "baseline_tree": None if tree is None else Path(tree).name,
         "workloads": results,
     }
     if a.json:

@@ -1,10 +1,9 @@
-"""One scoring path in a process of its own, for bench/scoring.py (issue 13; run by hand).
+"""One scoring path in a process of its own, for bench/scoring.py (run by hand).
 
 Why a process per path: the paths share process-wide caches (``normalize_title``'s ``lru_cache``, the
 parser's line caches) and the CPU's caches. Timed in one process, whichever path ran second found the
-first one's titles already normalised: in the first round's bench the new path's ground stage on the
-random-token workload took 7 ms after the reference had run and 29 ms on its own. Here each path keeps
-only its own caches, as it would in a trainer.
+first one's titles already normalised (bench/RESULTS.md records how much that biased an earlier round).
+Here each path keeps only its own caches, as it would in a trainer.
 
 ``serve(conn, path, tree, catalog_path, tokenizer_dir, k, group)`` answers commands on a ``multiprocessing`` pipe:
 
@@ -15,10 +14,9 @@ only its own caches, as it would in a trainer.
   warm scorer scores it;
 - ``None``: exit.
 
-``path`` is ``"new"`` (``remark.scoring.scorer.RankScorer``), ``"reference"`` (``remark.oracles.scorer_reference``'s
-``ReferenceScorer``: the pre-change stages with the helpers it shares with the new path) or
-``"pre_change"``: ``RankScorer`` of the code in ``tree``, a checkout of the commit before issue 13's
-speed-ups (bench/scoring.py extracts it with ``git archive``), imported ahead of the installed package.
+``path`` is ``"new"`` (``remark.scoring.scorer.RankScorer`` of this checkout) or ``"baseline"``:
+``RankScorer`` of the code in ``tree``, a checkout of an earlier commit (bench/scoring.py extracts it with
+``git archive``), imported ahead of the installed package.
 The digest is a sha256 per output field, computed the same way for every version, so the caller can
 compare paths that cannot share objects.
 """
@@ -98,18 +96,13 @@ def serve(
         os.path.realpath(tree)
     ):
         raise RuntimeError(
-            f"the pre-change path imported remark from {sys.modules['remark'].__file__}, not {tree}"
+            f"the baseline path imported remark from {sys.modules['remark'].__file__}, not {tree}"
         )
     catalog = load_catalog(catalog_path)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
 
     def new_scorer() -> Any:
-        scorer = RankScorer(catalog, tokenizer, k=k, scheme="union")
-        if path == "reference":
-            from remark.oracles.scorer_reference import ReferenceScorer
-
-            return ReferenceScorer(scorer)
-        return scorer
+        return RankScorer(catalog, tokenizer, k=k, scheme="union")
 
     warm = None
     while (msg := conn.recv()) is not None:

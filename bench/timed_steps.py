@@ -242,23 +242,24 @@ class RemarkTimed(_OuterTimed, RemarkGRPOTrainer, _TRLTimed):
     def __init__(self, *args, clock: Clock, **kwargs) -> None:
         self.clock = clock
         super().__init__(*args, **kwargs)
-        score = self.scorer.score
+        reward, futures = self.rank_reward, []
+        serial = reward.scorer.scorer if reward.scorer.overlaps else reward.scorer  # the RankScorer
+        score = serial.score
 
         def timed_score(*a, **kw):
             with self.clock.time("score_s"):
                 out = score(*a, **kw)
             return out
 
-        self.scorer.score = timed_score
-        reward, futures = self.rank_reward, []
-        if reward.pool is not None:
-            submit = reward.pool.submit
+        serial.score = timed_score
+        if reward.scorer.overlaps:  # the scoring pool
+            submit = reward.scorer.submit
 
             def timed_submit(*a, **kw):
                 futures.append(submit(*a, **kw))
                 return futures[-1]
 
-            reward.pool.submit = timed_submit
+            reward.scorer.submit = timed_submit
 
         def timed_reward(*a, **kw):
             before = self.clock.current.get("score_s", 0.0) if self.clock.current is not None else 0.0

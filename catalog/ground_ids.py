@@ -3,7 +3,7 @@
 ``catalog.match.Matcher.ground_many`` explains every decision (a :class:`~catalog.match.Match` with the
 rule, the score and a sentence); the trainer's rewards and the evaluation need only the id, for every
 line of every list of a batch. :class:`IdGrounder` gives exactly the ids ``ground_many`` would give
-(tests/catalog/test_fast_paths.py and tests/remark/scoring/test_scoring_equivalence.py check it), faster:
+(tests/catalog/test_fast_paths.py and tests/remark/scoring/test_scorer_oracle.py check it), faster:
 
 - ids are cached per (title, year) in the grounder's own cache, apart from ``ground_many``'s
   :class:`Match` cache (read, never written here); a title seen before is one dict look-up;
@@ -216,7 +216,7 @@ class IdGrounder:
                     workers=self.workers,
                     score_cutoff=cutoff,
                 )
-                flat = np.flatnonzero(scores != 0)  # a boolean's nonzero: ~6x faster than the float's
+                flat = np.flatnonzero(scores != 0)  # a boolean's nonzero is cheaper than the float's
                 if not flat.size:
                     continue
                 r, c = np.divmod(flat, scores.shape[1])

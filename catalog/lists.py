@@ -1,4 +1,4 @@
-"""A batch of generated lists, parsed into columns: what the trainer's scoring reads (issue 13).
+"""A batch of generated lists, parsed into columns: what the trainer's scoring reads.
 
 ``parse_lists(completions)`` gives the lines ``catalog.parse.parse_list`` gives each completion, by the
 same rules and helpers (``_spans``, ``features_many``, ``preamble_len``), as one :class:`ParsedLists`:
@@ -203,8 +203,7 @@ def title_years(
     group repeat across its G lists and across steps).
 
     Why no vectorised regex: polars' ``str.extract_groups`` with ``catalog.parse._SIMPLE``'s pattern
-    took 0.6 us per line on 25,600 blurb lines, Python's ``re`` 0.16 us (bench note in
-    bench/RESULTS.md, "Scoring: reference vs new path").
+    measured slower than Python's ``re`` per line (bench/RESULTS.md, "Scoring").
     """
     got = list(map(_title_year_by_text.get, texts))
     if None not in got:

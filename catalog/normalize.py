@@ -48,7 +48,7 @@ def _strip_accents(s: str) -> str:
 
     Strings of more than ``_SHORT`` characters are filtered with one table look-up over their code points
     (numpy) instead of a Python loop per character: a long line of random tokens is full of U+FFFD and
-    never ASCII (issue 13). Both branches delete exactly the characters ``unicodedata.combining`` flags.
+    never ASCII. Both branches delete exactly the characters ``unicodedata.combining`` flags.
     """
     decomposed = unicodedata.normalize("NFKD", s)
     if decomposed.isascii():

@@ -27,7 +27,7 @@ Performance: compiled regexes, one pass, no backtracking-prone patterns; a 10k-l
 in tens of milliseconds. Each distinct line's features are cached per process (``_line_features``, lines
 up to ``_CACHE_MAX_LEN`` characters; a line's features depend on its text only, so the cache changes no
 answer), and so is the title/year split of each distinct cleaned body. Shortcuts that give the same
-answers (issue 13, tests/catalog/test_fast_paths.py): a list with nothing to strip and no blank line is
+answers (tests/catalog/test_fast_paths.py): a list with nothing to strip and no blank line is
 split with C loops (``_spans``); the usual item line, "Title (YYYY)" with an optional blurb and no
 markdown or quotes, is read by one regex (``_simple``) instead of the general rules.
 """
@@ -127,8 +127,7 @@ def _clean(text: str) -> tuple[str, bool, bool]:
     """Strip heading marks, emphasis and list markers: (body, had_marker, is_heading).
 
     The regexes run only where they can match: ``_HEADING`` on a line starting with "#", ``_MARKERS``
-    on a body starting with one of ``_MARKER_START`` or a decimal digit (issue 13: same answers, fewer
-    regex calls).
+    on a body starting with one of ``_MARKER_START`` or a decimal digit (same answers, fewer regex calls).
     """
     heading = text[:1] == "#" and _HEADING.match(text) is not None
     body = _HEADING.sub("", text) if heading else text
@@ -206,7 +205,7 @@ _SIMPLE = re.compile(r"([A-Za-z][^*_`~()\[\]\"'“”‘’„«»]*) \((\d{4})\
 
 def _simple(body: str, marker: bool) -> tuple[str, str | None, int | None, bool, bool, bool] | None:
     """The features of a stripped body that ``_SIMPLE`` matches whole, None for any other body: what
-    ``_clean`` and ``_finish`` give, in one regex (issue 13; tests/catalog/test_fast_paths.py checks it).
+    ``_clean`` and ``_finish`` give, in one regex (tests/catalog/test_fast_paths.py checks it).
 
     Why it is the same: no emphasis character, so nothing comes off; a letter first, so no heading and no
     list marker; the first "(" or "[" is the one before the year, so it is ``_YEAR``'s first match, with

@@ -3,8 +3,8 @@
 ReMaRk's data transformation (docs/architecture.md, "data_prep/"): per request, the responders' item lists, the
 union of their items, c_i (how many responders named ``union[i]``), n_x, the grounded ``seen`` items and
 the raw mentions that matched nothing. Everything after grounding is one lazy polars plan
-(:func:`pool_grounded`), collected with the in-memory engine: on 1M mentions it is ~1.5x faster than
-polars 2's default streaming engine and peaks lower (bench/pooling.py, bench/RESULTS.md). A request's
+(:func:`pool_grounded`), collected with the in-memory engine, which measured faster than polars 2's default streaming engine
+and peaks lower (bench/pooling.py, bench/RESULTS.md). A request's
 responders and the per-responder rows hold every responder's list, so Rank-GRPO's view grows as
 n_x^2 per request: fine for Reddit (n_x ~5), ~150 MiB in memory for ProtoQA scraped dev (n_x ~90).
 

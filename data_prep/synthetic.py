@@ -16,8 +16,7 @@ docs/references.md#remark-the-method-remark-is-named-for):
 
 With the defaults (96 items, ``offbeat_prob`` 0.65), worlds of 600 requests with seeds 0-4 have
 5.2-5.5 responders per request and 92.2-93.0% single-mention union items (``single_mention_item_share``
-of ``remark stats``); the earlier defaults (48 items, offbeat 0.35, 1.5 items per responder, popularity
-power 1, 6-10 relevant items) gave about 74%. One responder's items are therefore a very noisy view of
+of ``remark stats``). One responder's items are therefore a very noisy view of
 what the request wants: the responder draw that ReMaRk marginalises out, as on Reddit. The price is a
 harder task: with about 7 mentions per request, 93% single-mention items leave little mass on any one
 item, so even the best list of 5 recalls only about a fifth of a responder's items.

@@ -33,6 +33,7 @@ from remark.algos.family import (
     token_weights,
     zero_signal_groups,
 )
+from remark.algos.offsets import TokenOffsetMapper, TokenOffsets
 from remark.algos.ratios import rank_level_logps
 from remark.algos.registry import define_kind, get, kinds, names, register, spec
 from remark.algos.rewards import eligibility, log_decay, per_responder, rank_rewards, rewards_RNK
@@ -40,8 +41,6 @@ from remark.algos.tokens import (
     END_SHAPINGS,
     FILLER,
     LineSpan,
-    TokenOffsetMapper,
-    TokenOffsets,
     end_token_index,
     newline_rank_index,
     token_advantages,

@@ -7,8 +7,7 @@ per-code tables carry one extra *sentinel* column at index ``V`` (= padded code-
 always empty, so a slot with no id (code -1) gathers zeros and no reward function needs a branch.
 
 This is the only place that touches strings; the rewards (``remark.algos.rewards``) are tensor
-gathers and compares on what this module returns. Encoding costs one dictionary look-up per id (issue
-13): the part of a row's code space that its request fixes (union, responders, seen: the same for a
+gathers and compares on what this module returns. Encoding costs one dictionary look-up per id: the part of a row's code space that its request fixes (union, responders, seen: the same for a
 group's G rows) is built and checked once per run of rows with equal request columns, its tables once
 per run and gathered for the run's rows (numpy arrays, which the returned tensors share); the ids a
 row adds (slot ids, its own responder's ids) are looked up in its request's codes in one ``map`` per

@@ -151,8 +151,8 @@ class TokenOffsetMapper:
     >>> mapper = TokenOffsetMapper(tokenizer)          # doctest: +SKIP
     >>> offsets = mapper(completion_ids, completion_mask)  # doctest: +SKIP
 
-    Speed (issue 13; the same texts and offsets as the pre-change loop kept in
-    ``remark.oracles.scorer_reference.ReferenceOffsetMapper``): decoding goes straight to the Rust tokenizer
+    Speed (the same texts and offsets as the per-token loop ``remark.oracles.token_loops.LoopOffsetMapper``,
+    checked by tests/remark/algos/test_offsets_fast.py): decoding goes straight to the Rust tokenizer
     when the tokenizer's ``batch_decode`` is transformers' own and its space clean-up is a no-op
     (``_rust_decoder``), which skips transformers' per-token ``to_py_obj`` checks; piece lengths,
     cumulative ends and padding are numpy over the whole batch. With a byte-level decoder (GPT-2, Qwen,

@@ -25,11 +25,10 @@ lines then hold no rank, they would cost nothing where Rank-GRPO made them slots
 groups (Rank-GRPO's reward on one responder) a tiny policy drifted into lists of blank lines that run
 into the cap (ProtoQA experiment, run 2: one seed of three), hence the filler penalty.
 
-Per-token character offsets (``TokenOffsetMapper``, ``TokenOffsets``) live in ``remark.algos.offsets``
-(re-exported here).
+Per-token character offsets (``TokenOffsetMapper``, ``TokenOffsets``) live in ``remark.algos.offsets``.
 
-``token_rank_index`` works on the batch at once (issue 13; the pre-change code is kept in
-``remark.oracles.scorer_reference`` and tests/remark/algos/test_token_ranks_fast.py checks equality): line ends by one
+``token_rank_index`` works on the batch at once (the per-token loop ``remark.oracles.token_loops`` states
+the same rules; tests/remark/algos/test_token_ranks_fast.py checks equality): line ends by one
 ``searchsorted`` over the newlines of the joined texts, ranks only for tokens with characters, and the
 whitespace test only for tokens outside every segment (``str.isspace`` on a few, a cumulative count of
 non-space code points on many).
@@ -46,14 +45,7 @@ import numpy as np
 import torch
 
 from catalog.lists import ParsedLists
-from remark.algos.offsets import (  # noqa: F401  (re-exported: the public names and what tests import)
-    TokenOffsetMapper,
-    TokenOffsets,
-    _byte_level_unplain_ids,
-    _common_prefix_len,
-    _rows,
-    _rust_decoder,
-)
+from remark.algos.offsets import TokenOffsets, _rows
 from remark.algos.registry import register
 
 FILLER = -2  # rank_RT code of a whitespace-only token outside every segment (``token_rank_index``)
@@ -66,8 +58,6 @@ _SPACE_TABLE[_WHITESPACE] = True
 __all__ = [
     "FILLER",
     "LineSpan",
-    "TokenOffsetMapper",
-    "TokenOffsets",
     "end_token_index",
     "first_end_index",
     "newline_rank_index",

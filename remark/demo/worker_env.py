@@ -1,7 +1,7 @@
 """Thread counts fixed by settings, never by the machine's load, and recorded with every result.
 
-Why: the same seed gave different models when the thread count changed (the demo used to pick 1 or 2
-torch threads from ``os.getloadavg()``): a matrix product summed by 2 threads adds its partial sums in
+Why: the same seed gives different models when the thread count changes (a thread count chosen from
+``os.getloadavg()`` would differ from run to run): a matrix product summed by 2 threads adds its partial sums in
 another order than 1 thread, so the weights differ in their last bits after the first step and the runs
 drift apart. At a *fixed* thread count CPU training here is bit-for-bit repeatable, whatever else runs
 on the machine (``tests/remark/demo/test_demo_determinism.py`` runs the warm-up twice, with different

@@ -17,7 +17,7 @@ printed, ``remark_config.json`` holds the settings used, ``train_summary.json["g
 what the dataset says and what was overridden.
 
 A used ``output_dir`` is refused or cleared (``overwrite``), and ``resume`` picks the newest complete
-checkpoint, before anything loads (``remark.run.output_dir``; its names are re-exported here). ``best/`` and
+checkpoint, before anything loads (``remark.run.output_dir``). ``best/`` and
 ``final/`` are written whole, model card included, and swapped in (``catalog.shared.outputs.atomic_dir``).
 ``build_tiny`` first builds a synthetic dataset and an SFT-warmed tiny model under
 ``output_dir/assets`` (``remark.run.build_tiny``).
@@ -39,35 +39,11 @@ from typing import Any
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, atomic_write
 from remark.config import RemarkGRPOConfig
-from remark.run.build_tiny import TINY_DEFAULTS, build_tiny_assets
+from remark.run.build_tiny import build_tiny_assets
 from remark.run.cards import set_card_total, write_folder_card
-from remark.run.output_dir import (
-    MERGED_KIND,
-    RUN_OUTPUTS,
-    SETUP_OUTPUTS,
-    _valid_group_sizes,
-    prepare_output_dir,
-    previous_run,
-    resume_checkpoint,
-    resume_group_size,
-    tensorboard_logs,
-)
+from remark.run.output_dir import _valid_group_sizes, prepare_output_dir, resume_checkpoint, resume_group_size
 
-__all__ = [  # with the names of remark.run.output_dir and remark.run.build_tiny, which lived here before
-    "FINAL_KIND",
-    "MERGED_KIND",
-    "RUN_OUTPUTS",
-    "SETUP_OUTPUTS",
-    "TINY_DEFAULTS",
-    "build_tiny_assets",
-    "policy_model",
-    "prepare_output_dir",
-    "previous_run",
-    "resume_checkpoint",
-    "resume_group_size",
-    "run_training",
-    "tensorboard_logs",
-]
+__all__ = ["FINAL_KIND", "policy_model", "run_training"]
 
 #: the ``catalog.shared.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
 FINAL_KIND = "train-final"

@@ -1,21 +1,20 @@
-"""Rank scoring off the critical path: ``RankScorer.score`` spread over worker processes (issue 13).
+"""Rank scoring off the critical path: ``RankScorer``'s per-row stages spread over worker processes.
 
-``ScoringPool(catalog, tokenizer, workers=W, **scorer_kwargs)`` holds W worker processes, each with its
-own ``RankScorer`` built from the same arguments (so its token pieces, parsed lines and grounded ids stay
-warm across steps), and one ``RankScorer`` in the calling process. ``submit(completion_ids, columns,
-group_size=, step=)`` returns at once with a :class:`ScoreFuture`; ``future.result()`` returns the
-``ScoredRows`` that ``RankScorer.score`` would return on the same arguments:
+``ScoringPool(scorer, workers=W)`` holds W worker processes, each with its own ``RankScorer`` built from
+``scorer``'s catalog, tokenizer and settings (so its token pieces, parsed lines and grounded ids stay warm
+across steps), and uses ``scorer`` itself in the calling process (one matcher index per process). It is a
+``remark.scoring.scorer.Scorer`` that overlaps: ``submit(completion_ids, columns, group_size=, step=)``
+returns at once with a :class:`PoolFuture`; ``future.result()`` returns the ``ScoredRows`` that
+``scorer.score`` returns on the same arguments:
 
 - the rows are cut into W contiguous shards of whole groups (groups of ``group_size`` rows are one
   request's lists: they share lines, so a worker sees the repeats), and each worker runs
-  ``RankScorer.score`` on its shard with the shard's dataset columns and the same step: decode, offsets,
-  parse, ground, token ranks and end tokens are functions of each row's ids alone, and responders (drawn
-  by (seed, step, request)), encoding and rewards of each row's ids and columns, so a shard's rows are
-  the rows the serial call makes;
-- the calling process joins the shards in order: token ranks padded with -1 to the batch's longest row
-  and rewards padded with empty responders (reward 0, mask False) to the batch's most responders, as the
-  serial path pads them. A batch whose rows do not split into whole groups is scored by the serial
-  call in the calling process (which raises its layout error).
+  ``RankScorer.row_stages`` on its shard: decode, offsets, parse, ground, token ranks and end tokens,
+  each a function of the row's token ids alone, so a shard's rows are the rows the serial call makes.
+  Only token ids go to the workers, never dataset columns;
+- the calling process joins the shards in order (token ranks padded with -1 to the batch's longest row)
+  and runs ``RankScorer.assemble`` on the whole batch: responders, encoding and the reward scheme. So a
+  reward scheme registered only in the calling process scores the same with workers as without.
 
 ``workers=0`` keeps everything in the calling process, run by one background thread: it overlaps with
 work that releases the GIL (CUDA kernels of the log-prob passes TRL runs between generation and the
@@ -50,13 +49,10 @@ import numpy as np
 import torch
 
 from remark.algos.offsets import FlatRows
-from remark.scoring.scorer import RankScorer, ScoredRows
-from remark.scoring.shards import dedupe, join_shards, pack_shard, shard_bounds
+from remark.scoring.scorer import RankScorer, RowStages, ScoredRows
+from remark.scoring.shards import join_shards, pack_shard, shard_bounds
 
-__all__ = ["ScoreFuture", "ScoringPool", "ScoringWorkerError"]
-
-#: The dataset columns ``RankScorer.score`` reads (the rest of TRL's reward arguments stay here).
-_SCORED_COLUMNS = ("request_id", "seen", "union", "counts", "responders", "responder_index")
+__all__ = ["PoolFuture", "ScoringPool", "ScoringWorkerError"]
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -82,30 +78,17 @@ def _pid() -> int:
     return os.getpid()
 
 
-def _score_shard(
-    flat: np.ndarray,
-    lengths: np.ndarray,
-    columns: dict[str, list],
-    group_size: int | None,
-    step: int,
-    first_row: int,
-) -> dict[str, Any]:
-    """``RankScorer.score`` on one shard (rows ``first_row`` on of the batch), packed as arrays and flat
-    lists, which cost little to send back."""
+def _row_stages(flat: np.ndarray, lengths: np.ndarray) -> dict[str, Any]:
+    """``RankScorer.row_stages`` on one shard, packed as arrays and flat lists (cheap to send back)."""
     assert _WORKER is not None, "worker not initialised"
     t0, c0 = time.perf_counter(), time.process_time()
-    columns = {k: [uniq[i] for i in index] for k, (uniq, index) in columns.items()}
-    try:
-        st = _WORKER.row_stages(FlatRows(flat, lengths))
-        scored = _WORKER.assemble(st, columns, group_size=group_size, step=step)
-    except ValueError as err:  # row numbers in the message are the shard's
-        raise ValueError(f"{err} (row numbers counted from row {first_row} of the batch)") from None
-    return pack_shard(scored, st.timings | _WORKER.last_timings, t0, c0)
+    stages = _WORKER.row_stages(FlatRows(flat, lengths))
+    return pack_shard(stages, t0, c0)
 
 
 # ---- the calling side -----------------------------------------------------------------------------------
 @dataclass
-class ScoreFuture:
+class PoolFuture:
     """A submitted batch. ``result()`` blocks until it is scored (``wait_s`` records how long it did)."""
 
     _pool: ScoringPool
@@ -158,20 +141,15 @@ class ScoreFuture:
 
 
 class ScoringPool:
-    """``RankScorer.score`` in ``workers`` processes (0: a background thread); see the module docstring."""
+    """``scorer``'s row stages in ``workers`` processes (0: all of ``scorer.score`` in a background thread);
+    see the module docstring."""
 
-    def __init__(
-        self,
-        catalog: Any,
-        tokenizer: Any,
-        *,
-        workers: int,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        **scorer_kwargs: Any,
-    ) -> None:
+    overlaps = True
+
+    def __init__(self, scorer: RankScorer, *, workers: int, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         if workers < 0:
             raise ValueError(f"workers must be >= 0, got {workers}")
-        self.scorer = RankScorer(catalog, tokenizer, **scorer_kwargs)
+        self.scorer = scorer
         self.workers = int(workers)
         self.timeout_s = float(timeout_s)
         self._broken: str | None = None
@@ -189,7 +167,7 @@ class ScoringPool:
                 max_workers=1,
                 mp_context=ctx,
                 initializer=_init_worker,
-                initargs=(catalog, tokenizer, scorer_kwargs),
+                initargs=(scorer.catalog, scorer.tokenizer, scorer.settings),
             )
             for _ in range(self.workers)
         ]
@@ -222,7 +200,7 @@ class ScoringPool:
         *,
         group_size: int | None,
         step: int,
-    ) -> ScoreFuture:
+    ) -> PoolFuture:
         """Start scoring a batch (the arguments of ``RankScorer.score``); returns without waiting."""
         if self._closed:
             raise RuntimeError("this ScoringPool is closed")
@@ -231,26 +209,25 @@ class ScoringPool:
         if self.workers == 0:
             rows = [list(r) if not isinstance(r, list) else r for r in completion_ids]
             job = self._thread.submit(self.scorer.score, rows, columns, group_size=group_size, step=step)
-            return ScoreFuture(self, [], job, columns, group_size, step)
+            return PoolFuture(self, [], job, columns, group_size, step)
         rows = [r.tolist() if hasattr(r, "tolist") else r for r in completion_ids]
         if not rows or (group_size and len(rows) % group_size):  # nothing to spread, or a bad layout:
             done: Future = Future()  # the serial call scores it (or raises its error) right here
             done.set_result(self.scorer.score(rows, columns, group_size=group_size, step=step))
-            return ScoreFuture(self, [], done, columns, group_size, step)
+            return PoolFuture(self, [], done, columns, group_size, step)
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
         starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-        keys = [k for k in _SCORED_COLUMNS if k in columns]
         futures = []
         for w, (a, b) in enumerate(shard_bounds(len(rows), self.workers, group_size)):
-            part = {k: dedupe(columns[k][a:b]) for k in keys}
-            args = (flat[starts[a] : starts[b]], lengths[a:b], part, group_size, step, a)
             try:
-                futures.append((w, self._executors[w].submit(_score_shard, *args)))
+                futures.append(
+                    (w, self._executors[w].submit(_row_stages, flat[starts[a] : starts[b]], lengths[a:b]))
+                )
             except BrokenProcessPool as err:
                 self._broken = self._describe(w, err)
                 raise ScoringWorkerError(self._broken) from err
-        return ScoreFuture(self, futures, None, columns, group_size, step)
+        return PoolFuture(self, futures, None, columns, group_size, step)
 
     def score(
         self,
@@ -263,10 +240,15 @@ class ScoringPool:
         """``submit(...).result()``."""
         return self.submit(completion_ids, columns, group_size=group_size, step=step).result()
 
-    def _join(self, parts: list[dict[str, Any]], future: ScoreFuture) -> ScoredRows:
-        """The shards' scored rows as one ``ScoredRows`` (``remark.scoring.shards.join_shards``); the
-        shards' wall / CPU seconds and stage timings go on ``future``."""
-        scored, future.worker_s, future.worker_cpu_s, future.timings = join_shards(parts)
+    def _join(self, parts: list[dict[str, Any]], future: PoolFuture) -> ScoredRows:
+        """The shards' row stages joined (``remark.scoring.shards.join_shards``), then assembled here on
+        the whole batch; the shards' wall / CPU seconds and stage timings go on ``future``."""
+        stages: RowStages
+        stages, future.worker_s, future.worker_cpu_s, future.timings = join_shards(parts)
+        scored = self.scorer.assemble(
+            stages, future._columns, group_size=future._group_size, step=future._step
+        )
+        future.timings = future.timings | self.scorer.last_timings
         return scored
 
     def close(self) -> None:

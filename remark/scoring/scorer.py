@@ -6,7 +6,14 @@ slot ids, the scheme's rank rewards in one shape for every scheme (``rewards_RNK
 scheme), the token ranks of the configured segmentation and the end-token index. Text, lines and token
 offsets come from the same decode (``TokenOffsetMapper``), so reward ranks and token ranks cannot disagree
 under ``segmentation: lines``. Truncation, modifiers and everything after belong to ``remark.step.rank_step``.
-``RankReward`` is the reward function TRL calls; it keeps the scored rows for the rank step.
+
+Every scorer has one shape, :class:`Scorer`: ``submit(completion_ids, columns, *, group_size, step)``
+returns a :class:`ScoreFuture` whose ``result()`` is the ``ScoredRows``. ``RankScorer`` scores at once
+(its future is done); ``remark.scoring.pool.ScoringPool`` scores in worker processes while the caller
+goes on; ``remark.oracles.scorer.OracleScorer`` scores with slow independent loops, for the tests. The
+dataset columns a scorer reads are :data:`SCORED_COLUMNS`, in one place. ``remark.scoring.reward``'s
+``RankReward`` is the reward function TRL calls; it holds one scorer and keeps the scored rows for the
+rank step.
 
 The responder a ``responder``-scheme row is scored against: the row's own responder for per-responder
 rows (Rank-GRPO's dataset), else one drawn per (seed, step, request) by a hash, so that every process
@@ -20,7 +27,7 @@ import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -30,6 +37,48 @@ from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, encode_rows, per_responder, rewards_RNK, spec
 from remark.algos.offsets import FlatRows
 from remark.algos.tokens import first_end_index
+
+#: The dataset columns a scorer reads from each row (``RankScorer.assemble``); the rest stay with TRL.
+SCORED_COLUMNS = ("request_id", "seen", "union", "counts", "responders", "responder_index")
+
+
+class ScoreFuture(Protocol):
+    """A submitted batch: ``result()`` waits for and returns its ``ScoredRows`` (``timeout`` in seconds)."""
+
+    def result(self, timeout: float | None = None) -> ScoredRows: ...
+
+    def done(self) -> bool: ...
+
+
+class Scorer(Protocol):
+    """What scores completion rows: the serial scorer, the pool of scoring workers and the oracle.
+
+    ``overlaps`` is True when ``submit`` returns before the rows are scored (the trainer then submits
+    right after generation, so that scoring overlaps TRL's log-prob passes)."""
+
+    overlaps: bool
+
+    def submit(
+        self,
+        completion_ids: Sequence[Sequence[int]],
+        columns: dict[str, Sequence[Any]],
+        *,
+        group_size: int | None,
+        step: int,
+    ) -> ScoreFuture: ...
+
+
+@dataclass
+class Done:
+    """The future of rows scored at once."""
+
+    scored: ScoredRows
+
+    def result(self, timeout: float | None = None) -> ScoredRows:
+        return self.scored
+
+    def done(self) -> bool:
+        return True
 
 
 def hashed_responder_index(
@@ -85,7 +134,12 @@ class ScoredRows:
 
 
 class RankScorer:
-    """Parse, ground and reward completion rows for one catalog, one reward scheme and one segmentation."""
+    """Parse, ground and reward completion rows for one catalog, one reward scheme and one segmentation.
+
+    A :class:`Scorer` that scores at once (``overlaps`` False); ``settings`` are its keyword arguments,
+    from which ``ScoringPool`` builds the same scorer in each worker process."""
+
+    overlaps = False
 
     def __init__(
         self,
@@ -101,6 +155,15 @@ class RankScorer:
     ) -> None:
         """``grounding``: the run's settings (``run_training`` passes the dataset's, plus any override the
         config asks for); the validation and ``remark eval`` ground with the same object."""
+        self.catalog, self.tokenizer = catalog, tokenizer
+        self.settings: dict[str, Any] = dict(
+            k=k,
+            scheme=scheme,
+            segmentation=segmentation,
+            grounding=grounding,
+            eos_token_ids=eos_token_ids,
+            seed=seed,
+        )
         self.matcher = Matcher(catalog, grounding or GroundingSettings())
         self.offsets = TokenOffsetMapper(tokenizer)
         if eos_token_ids is None:
@@ -114,6 +177,17 @@ class RankScorer:
         self.parsed_slots_only = entry.meta["reward_slots"] == "parsed"
         self.seed = seed
         self.last_timings: dict[str, float] = {}  # seconds per stage of the last score()
+
+    def submit(
+        self,
+        completion_ids: Sequence[Sequence[int]],
+        columns: dict[str, Sequence[Any]],
+        *,
+        group_size: int | None,
+        step: int,
+    ) -> Done:
+        """:meth:`score`, as a :class:`Scorer` (the future is done on return)."""
+        return Done(self.score(completion_ids, columns, group_size=group_size, step=step))
 
     def score(
         self,
@@ -129,8 +203,8 @@ class RankScorer:
 
         Two parts: :meth:`row_stages` (decode, offsets, parse, ground, token ranks, end tokens: each row on
         its own, so that ``remark.scoring.pool`` can spread rows over worker processes) and
-        :meth:`assemble` (responders, encoding, rewards: the batch). Seconds per stage of the last call
-        are in ``last_timings``.
+        :meth:`assemble` (responders, encoding, rewards: the batch, from the :data:`SCORED_COLUMNS` of
+        ``columns``). Seconds per stage of the last call are in ``last_timings``.
         """
         stages = self.row_stages(completion_ids)
         scored = self.assemble(stages, columns, group_size=group_size, step=step)
@@ -232,59 +306,3 @@ class _Clock:
         now = time.perf_counter()
         self.laps[name] = self.laps.get(name, 0.0) + now - self._t
         self._t = now
-
-
-class RankReward:
-    """TRL's reward function for rank rewards, and the hand-off of its scores to the rank step.
-
-    TRL calls a reward function with the local completion rows and the dataset columns and takes one float
-    per row back (``reward_funcs=[RankReward(...)]``); the rank step needs every rank's reward, the token
-    ranks and the end tokens. So a call scores the rows once (``RankScorer.score``), returns the per-list
-    sums (``ScoredRows.scalar_R``: TRL's ``reward`` logs stay meaningful) and keeps the ``ScoredRows``
-    until :meth:`take`, which the trainer calls right after TRL's generation round. A round whose rows
-    were never scored, or scores taken twice, raise: the hand-off is one call, one take.
-    """
-
-    __name__ = "rank_reward"  # TRL names its reward logs after the function (rewards/rank_reward/mean)
-
-    def __init__(self, scorer: RankScorer | None = None, *, group_size: int | None = None) -> None:
-        self.scorer = scorer
-        self.group_size = group_size
-        self.pool: Any = None  # a remark.scoring.pool.ScoringPool: see prefetch
-        self._scored: ScoredRows | None = None
-        self._pending: tuple[Any, Any, int] | None = None  # (rows, future, step)
-        self.prefetched = 0  # reward calls answered by a prefetch
-
-    def prefetch(
-        self, completion_ids: Sequence[Sequence[int]], inputs: list[dict[str, Any]], *, step: int
-    ) -> None:
-        """Start scoring a round's rows in ``pool`` as soon as they are generated (the trainer calls this
-        right after generation); the reward call then waits only for what is left. ``inputs`` are the
-        round's dataset rows, whose columns TRL hands the reward call."""
-        keys = [k for k in inputs[0] if k not in ("prompt", "completion", "completion_ids")]
-        columns = {k: [x[k] for x in inputs] for k in keys}
-        future = self.pool.submit(completion_ids, columns, group_size=self.group_size, step=step)
-        self._pending = (completion_ids, future, step)
-
-    def __call__(
-        self, completion_ids: Sequence[Sequence[int]], trainer_state: Any = None, **columns: Any
-    ) -> list[float]:
-        if self.scorer is None:
-            raise RuntimeError("RankReward has no scorer yet (set RankReward.scorer before training)")
-        step = int(getattr(trainer_state, "global_step", 0))
-        pending, self._pending = self._pending, None
-        if pending is not None and pending[0] is completion_ids and pending[2] == step:
-            self._scored = pending[1].result()  # the prefetched rows are these rows
-            self.prefetched += 1
-        else:
-            self._scored = self.scorer.score(completion_ids, columns, group_size=self.group_size, step=step)
-        return self._scored.scalar_R().tolist()
-
-    def take(self) -> ScoredRows:
-        """The rows scored by the last call, once."""
-        scored, self._scored = self._scored, None
-        if scored is None:
-            raise RuntimeError(
-                "the rank reward did not run for this round: remark's reward must be TRL's only one"
-            )
-        return scored

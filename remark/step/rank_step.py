@@ -19,8 +19,8 @@ piece of rank-level credit assignment, each done once per generation round:
 ``gather`` is the only thing that knows about processes (:class:`Gather`: the trainer's wraps accelerate;
 tests use :class:`LocalGather` or threads). No TRL, no model: the step is tested on hand-made rows.
 
-Departure from the trainer before this module: truncation is applied before the modifier, so with
-``log_decay`` a line cut by the length cap credits no earlier rank either (it is not an item at all).
+Order: truncation is applied before the modifier, so with ``log_decay`` a line cut by the length cap
+credits no earlier rank either (it is not an item at all).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The data path (``docs/architecture.md#the-data-path``), and the only places it touches TRL:
 
 1. **Score** (TRL's reward call): TRL generates, computes its log-probs and calls our one reward
-   function, ``remark.scoring.scorer.RankReward``, with the local rows. It parses, grounds and rewards every
-   rank once (``RankScorer``) and returns the per-list sums, so TRL's ``reward`` logs stay meaningful.
+   function, ``remark.scoring.reward.RankReward``, with the local rows. Its one scorer (``RankScorer``, or
+   with ``scoring_workers`` the ``ScoringPool`` around it) parses, grounds and rewards every rank once, and
+   it returns the per-list sums, so TRL's ``reward`` logs stay meaningful.
    TRL's signature takes one float per row back, so the ``ScoredRows`` wait in the reward object until
    the trainer takes them right after TRL's round (``RankReward.take``): one call, one take.
 2. **Rank step** (``_generate_and_score_completions``): :func:`remark.step.rank_step.rank_step` turns the
@@ -32,7 +33,8 @@ from trl import GRPOTrainer
 
 from catalog.table import Catalog
 from remark.config import RemarkGRPOConfig
-from remark.scoring.scorer import RankReward, RankScorer
+from remark.scoring.reward import RankReward
+from remark.scoring.scorer import RankScorer
 from remark.step.checkpoint import SafeCheckpointMixin
 from remark.step.logps_hook import logps_hook
 from remark.step.rank_step import RankSettings, Round, rank_step
@@ -86,7 +88,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             peft_config=peft_config,
             rollout_func=rollout_func,
         )
-        self.scorer = RankScorer(
+        scorer = RankScorer(
             catalog,
             self.processing_class,
             k=args.num_ranks,
@@ -96,21 +98,12 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             eos_token_ids=self.eos_token_ids,
             seed=args.seed,
         )
-        self.rank_reward.scorer = self.scorer
         if args.scoring_workers:  # rows are scored in worker processes from the end of generation on
             from remark.scoring.pool import ScoringPool
 
-            self.rank_reward.pool = ScoringPool(
-                catalog,
-                self.processing_class,
-                workers=args.scoring_workers,
-                k=args.num_ranks,
-                scheme=args.reward_scheme,
-                segmentation=args.segmentation,
-                grounding=args.grounding(),
-                eos_token_ids=self.eos_token_ids,
-                seed=args.seed,
-            )
+            self.rank_reward.scorer = ScoringPool(scorer, workers=args.scoring_workers)
+        else:
+            self.rank_reward.scorer = scorer
         self._round_inputs: list[dict[str, Any]] | None = None
         if self.accelerator.num_processes == 1 and self.num_generations_eval == self.num_generations:
             self.rank_reward.group_size = self.num_generations  # every group is local: check its rows
@@ -171,11 +164,11 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         return out
 
     def _generate(self, prompts: list) -> tuple:
-        """TRL's generation; with ``scoring_workers`` the rows go to the scoring pool at once, so scoring
-        overlaps with TRL's log-prob passes before its reward call (``RankReward.prefetch``)."""
+        """TRL's generation; with a scorer that overlaps (``scoring_workers``) the rows are submitted at
+        once, so scoring overlaps with TRL's log-prob passes before its reward call (``RankReward.prefetch``)."""
         out = super()._generate(prompts)
         inputs, self._round_inputs = self._round_inputs, None
-        if self.rank_reward.pool is not None and inputs is not None and len(inputs) == len(out[1]):
+        if self.rank_reward.scorer.overlaps and inputs is not None and len(inputs) == len(out[1]):
             self.rank_reward.prefetch(out[1], inputs, step=self.state.global_step)
         return out
 

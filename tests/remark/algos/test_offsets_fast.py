@@ -10,9 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remark.algos import TokenOffsetMapper
-from remark.algos.offsets import FlatRows
-from remark.algos.tokens import _byte_level_unplain_ids, _rust_decoder
-from remark.oracles.scorer_reference import ReferenceOffsetMapper
+from remark.algos.offsets import FlatRows, _byte_level_unplain_ids, _rust_decoder
+from remark.oracles.token_loops import LoopOffsetMapper as ReferenceOffsetMapper
 from remark.run.tiny_model import train_tokenizer
 from tests.conftest import TINY_TITLES
 from tests.remark.algos.test_tokens import TEXTS

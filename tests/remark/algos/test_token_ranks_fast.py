@@ -14,7 +14,7 @@ from catalog.lists import parse_lists
 from catalog.parse import parse_list
 from remark.algos import tokens
 from remark.algos.offsets import TokenOffsets
-from remark.oracles.scorer_reference import reference_token_rank_index
+from remark.oracles.token_loops import loop_token_ranks as reference_token_rank_index
 
 _pieces = st.sampled_from(
     [

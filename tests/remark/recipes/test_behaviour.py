@@ -258,7 +258,7 @@ def test_scalerl_interrupts_a_list_cut_at_the_length_cap(trained):
     ]
     ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]  # no end token: all hit the cap
     ids.append([*ids[0], tok.eos_token_id])
-    scored = trainer.scorer.score(ids, columns, group_size=None, step=0)
+    scored = trainer.rank_reward.scorer.score(ids, columns, group_size=None, step=0)
 
     def list_sums(settings):
         return modified_rewards(scored, settings).sum(-1)[:, 0].tolist()

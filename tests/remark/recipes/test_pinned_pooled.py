@@ -30,11 +30,12 @@ def test_pooled_trainer_gives_the_pinned_advantages(name, recipe_dataset, recipe
         **overrides,
     )
     trainer.rollout_func = scripted_rollout(tok, script, REQUESTS, eos=eos)
-    assert trainer.rank_reward.pool is not None and len(trainer.rank_reward.pool.pids) == 2
+    pool = trainer.rank_reward.scorer
+    assert pool.overlaps and len(pool.pids) == 2
     try:
         trainer.train()
     finally:
-        trainer.rank_reward.pool.close()
+        pool.close()
     want = json.loads(PINNED.read_text())[name]["batches"]
     assert len(trainer.captured) == len(want)
     for (cols, out), w in zip(trainer.captured, want, strict=True):

@@ -12,7 +12,8 @@ from transformers import TrainerCallback
 from catalog.shared.outputs import atomic_dir
 from remark.cli.main import main
 from remark.run.callbacks import ValidationCallback
-from remark.run.training import prepare_output_dir, previous_run, run_training
+from remark.run.output_dir import prepare_output_dir, previous_run
+from remark.run.training import run_training
 from tests.remark.run.test_training_run import config
 
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from remark.scoring.pool import ScoringPool, ScoringWorkerError
 from remark.scoring.scorer import RankScorer
 from remark.scoring.shards import shard_bounds
-from tests.remark.scoring.test_scoring_equivalence import ITEMS, K, _bpe, assert_same, batch, columns, encode
-from tests.remark.scoring.test_scoring_equivalence import catalog as catalog  # the fixture
+from tests.remark.scoring.test_scorer_oracle import ITEMS, K, _bpe, assert_same, batch, columns, encode
+from tests.remark.scoring.test_scorer_oracle import catalog as catalog  # the fixture
 
 G = 2
 
@@ -33,7 +33,7 @@ def scheme(request):
 
 @pytest.fixture(scope="module")
 def pool(catalog, tok, scheme):
-    with ScoringPool(catalog, tok, workers=2, k=K, scheme=scheme) as p:
+    with ScoringPool(RankScorer(catalog, tok, k=K, scheme=scheme), workers=2) as p:
         yield p
 
 
@@ -59,7 +59,7 @@ def test_background_thread_equals_the_serial_path(catalog, tok, serial, scheme):
         tok, [("text", f"{i}. {t} ({y})\nHeat (1995)", i % 2 == 0) for i, (t, y) in enumerate(ITEMS)]
     )
     cols = columns(len(rows))
-    with ScoringPool(catalog, tok, workers=0, k=K, scheme=scheme) as threaded:
+    with ScoringPool(RankScorer(catalog, tok, k=K, scheme=scheme), workers=0) as threaded:
         future = threaded.submit(rows, cols, group_size=G, step=3)
         assert_same(future.result(), serial.score(rows, cols, group_size=G, step=3))
         assert threaded.pids == []
@@ -73,12 +73,12 @@ def test_shards_are_whole_groups_in_order():
     assert shard_bounds(0, 2, 2) == [(0, 0)]
 
 
-def test_an_error_in_a_worker_reaches_the_caller(pool, serial):
-    with pytest.raises(ValueError, match="token ids must be >= 0"):
+def test_errors_reach_the_caller_naming_the_batch_row(pool, serial):
+    with pytest.raises(ValueError, match="token ids must be >= 0"):  # raised in a worker
         pool.score([[1, -5], [2]], columns(2), group_size=G, step=0)
     cols = columns(4)
-    cols["union"][3] = cols["union"][3] * 2  # a repeated id: encode_rows refuses it
-    with pytest.raises(ValueError, match=r"row 1: union has repeated ids.*counted from row 2 of the batch"):
+    cols["union"][3] = cols["union"][3] * 2  # a repeated id: encode_rows, run here on the whole batch, refuses it
+    with pytest.raises(ValueError, match=r"^row 3: union has repeated ids"):
         pool.score([[1], [2], [3], [4]], cols, group_size=G, step=0)
     rows = [[1, 2], [3]]
     assert pool.score(rows, columns(2), group_size=G, step=0).texts  # the pool still works
@@ -97,7 +97,7 @@ def test_an_error_in_a_worker_reaches_the_caller(pool, serial):
 
 
 def _kill_and_expect_a_clear_error(catalog, tok, while_running: bool) -> None:
-    p = ScoringPool(catalog, tok, workers=2, k=K, scheme="union", timeout_s=120)
+    p = ScoringPool(RankScorer(catalog, tok, k=K, scheme="union"), workers=2, timeout_s=120)
     try:
         rows = encode(tok, [("text", "\n".join(f"{t} ({y})" for t, y in ITEMS) * 30, True)] * 40)
         cols = columns(len(rows))

@@ -9,7 +9,7 @@ import pytest
 from catalog.shared.errors import InputError
 from remark.config import RemarkGRPOConfig
 from remark.planning.adaptive import write_recommendation
-from remark.run.training import _valid_group_sizes, resume_group_size
+from remark.run.output_dir import _valid_group_sizes, resume_group_size
 
 
 def profile(tmp_path):

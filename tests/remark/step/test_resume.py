@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from remark.cli.main import main
-from remark.run.training import prepare_output_dir
+from remark.run.output_dir import prepare_output_dir
 from remark.step.checkpoint import COMPLETE_MARKER, checkpoint_problem
 from tests.killable import run_and_kill
 from tests.remark.run.run_fields import tiny_run_fields

@@ -1,5 +1,5 @@
-"""``RankScorer.score`` (issue 13's faster stages) gives exactly what the pre-change serial path gave
-(``remark.oracles.scorer_reference``): texts, parsed lines, slot ids, rewards, token ranks, end indices.
+"""``RankScorer`` gives exactly what ``remark.oracles.scorer.OracleScorer`` gives (every stage by a slow,
+independent path): texts, parsed lines, slot ids, rewards, token ranks, end indices.
 
 Inputs are generated (hypothesis): list lines in many shapes (numbered, bulleted, bold, headings,
 preambles, blurbs), typos, repeats, unknown titles, accents, U+FFFD and other odd characters, blank
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from catalog.match import GroundingSettings
 from catalog.table import Catalog
-from remark.oracles.scorer_reference import ReferenceScorer
+from remark.oracles.scorer import OracleScorer
 from remark.run.tiny_model import train_tokenizer
 from remark.scoring.scorer import RankScorer, ScoredRows
 
@@ -101,18 +101,18 @@ def _bpe():
 
 
 TOKENIZERS = {"bpe": _bpe, "spm": _spm}
-_SCORERS: dict[tuple, tuple[RankScorer, ReferenceScorer]] = {}
+_SCORERS: dict[tuple, tuple[RankScorer, OracleScorer]] = {}
 
 
 def scorers(
     catalog: Catalog, which: str, scheme: str, grounding: GroundingSettings, segmentation: str
 ) -> tuple:
-    """One (new, reference) pair per setting, kept across examples: caches warm up as examples go."""
+    """One (scorer, oracle) pair per setting, kept across examples: caches warm up as examples go."""
     key = (which, scheme, grounding, segmentation)
     if key not in _SCORERS:
         tok = TOKENIZERS[which]()
-        new = RankScorer(catalog, tok, k=K, scheme=scheme, grounding=grounding, segmentation=segmentation)
-        _SCORERS[key] = (new, ReferenceScorer(new))
+        settings = dict(k=K, scheme=scheme, grounding=grounding, segmentation=segmentation)
+        _SCORERS[key] = (RankScorer(catalog, tok, **settings), OracleScorer(catalog, tok, **settings))
     return _SCORERS[key]
 
 
@@ -252,7 +252,7 @@ GROUNDINGS = [
 @pytest.mark.parametrize("scheme", ["union", "responder", "responder_rb"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_new_path_equals_the_reference(catalog, which, scheme, data):
+def test_the_scorer_equals_the_oracle(catalog, which, scheme, data):
     grounding = data.draw(st.sampled_from(GROUNDINGS))
     new, ref = scorers(
         catalog, which, scheme, grounding, data.draw(st.sampled_from(["lines", "lines", "newlines"]))
@@ -262,7 +262,8 @@ def test_new_path_equals_the_reference(catalog, which, scheme, data):
     cols = columns(len(rows))
     step = data.draw(st.integers(0, 3))
     assert_same(
-        new.score(rows, cols, group_size=G, step=step), ref.score(rows, cols, group_size=G, step=step)
+        new.submit(rows, cols, group_size=G, step=step).result(),
+        ref.submit(rows, cols, group_size=G, step=step).result(),
     )
 
 
@@ -285,7 +286,7 @@ def test_byte_level_rows_skip_the_decode_and_still_match(catalog):
     new.offsets._backend = Spy()
     calls.clear()
     got = new.score(rows, columns(2), group_size=G, step=0)
-    want = ReferenceScorer(new).score(rows, columns(2), group_size=G, step=0)
+    want = OracleScorer(catalog, tok, k=K, scheme="union").score(rows, columns(2), group_size=G, step=0)
     assert_same(got, want)
     assert got.texts[0] == text
     assert calls in ([], [1])  # at most the second row (its ids may decode to U+FFFD) is decoded
@@ -298,6 +299,6 @@ def test_rows_as_tensors_and_numpy_give_the_same_answers(catalog):
     new = RankScorer(catalog, tok, k=K, scheme="union")
     rows = [[*tok.encode("1. Heat (1995)\n2. Alien (1979)"), tok.eos_token_id], tok.encode("Arrival (2016)")]
     cols = columns(2)
-    want = ReferenceScorer(new).score(rows, cols, group_size=G, step=0)
+    want = OracleScorer(catalog, tok, k=K, scheme="union").score(rows, cols, group_size=G, step=0)
     for form in ([np.asarray(r) for r in rows], [torch.tensor(r) for r in rows]):
         assert_same(new.score(form, cols, group_size=G, step=0), want)
