@@ -234,6 +234,72 @@ def _gather_round(rnd: Round, s: RankSettings, gather: Gather, group_size: int, 
 
 
 # -- the step ---------------------------------------------------------------------------------------------
+class _Rounds:
+    """The rounds of one step and what was decided on them: each round's gathered values, the requests
+    dropped so far and which rows may enter the loss. Every decision is taken on gathered values, so
+    every process takes the same ones."""
+
+    def __init__(
+        self,
+        s: RankSettings,
+        gather: Gather,
+        group_size: int,
+        *,
+        train: bool,
+        dropped: frozenset[str],
+        with_groups: bool,
+    ) -> None:
+        self.s, self.gather, self.g, self.train = s, gather, group_size, train
+        self.pass_filter = train and s.pass_rate_drop is not None
+        self.want_ids = self.pass_filter or with_groups
+        self.dropped = set(dropped)
+        self.rounds: list[Round] = []
+        self.gathered: list[_Gathered] = []
+
+    def add(self, rnd: Round) -> None:
+        """Gather a round; requests whose group reached ``pass_rate_drop`` are dropped for good."""
+        got = _gather_round(rnd, self.s, self.gather, self.g, self.want_ids)
+        if self.pass_filter:
+            self.dropped.update(got.request_ids[i] for i in got.pass_R.nonzero().flatten().tolist())
+        self.rounds.append(rnd)
+        self.gathered.append(got)
+
+    def keep_R(self, i: int) -> torch.Tensor:
+        """bool (R_all,): the global rows of round ``i`` that may enter the loss."""
+        got = self.gathered[i]
+        keep = ~got.zero_R if (self.train and self.s.zero_signal_filter) else torch.ones_like(got.zero_R)
+        if self.pass_filter:
+            keep &= torch.tensor([x not in self.dropped for x in got.request_ids], device=keep.device)
+        return keep
+
+    def refill(self, refill: Callable[[frozenset[str]], Round]) -> tuple[list[list[tuple[int, int]]], dict]:
+        """Refill rounds until every process holds ``R / G`` groups with signal (or the rounds run out).
+
+        Returns, per process, the (round, global row) pairs of its final batch, and the refill metrics."""
+        g, world = self.g, self.gather.world
+        need = self.rounds[0].completion_mask.shape[0] // g
+        kept: list[list[tuple[int, int]]] = [[] for _ in range(world)]  # (round, global group)
+        spare: list[list[tuple[int, int]]] = [[] for _ in range(world)]
+        n_prompts = 0
+        for i in range(1 + self.s.refill_max_rounds):
+            if i > 0:
+                if all(len(k) >= need for k in kept):
+                    break
+                self.add(refill(frozenset(self.dropped)))
+                n_prompts += need * world
+            keep_B = self.keep_R(i).view(-1, g).all(1).tolist()
+            for p in range(world):
+                for b in range(p * need, (p + 1) * need):
+                    (kept[p] if keep_B[b] and len(kept[p]) < need else spare[p]).append((i, b))
+        chosen = [k + sp[: need - len(k)] for k, sp in zip(kept, spare, strict=True)]
+        stats = {
+            "refill_rounds": float(len(self.rounds) - 1),
+            "refill_prompts": float(n_prompts),
+            "refill_short_groups": float(sum(need - len(k) for k in kept)),
+        }
+        return [[(i, b * g + j) for i, b in rows for j in range(g)] for rows in chosen], stats
+
+
 def rank_step(
     first: Round,
     settings: RankSettings,
@@ -260,38 +326,21 @@ def rank_step(
     """
     s, g = settings, group_size
     n_local = first.completion_mask.shape[0]
-    pass_filter = train and s.pass_rate_drop is not None
-    want_ids = pass_filter or with_groups
-    dropped = set(dropped)
-    rounds, gathered = [first], []
-
-    def add(rnd: Round) -> None:
-        got = _gather_round(rnd, s, gather, g, want_ids)
-        if pass_filter:
-            dropped.update(got.request_ids[i] for i in got.pass_R.nonzero().flatten().tolist())
-        gathered.append(got)
-
-    def keep_R(got: _Gathered) -> torch.Tensor:  # rows that may enter the loss (global rows of a round)
-        keep = ~got.zero_R if (train and s.zero_signal_filter) else torch.ones_like(got.zero_R)
-        if pass_filter:
-            keep &= torch.tensor([x not in dropped for x in got.request_ids], device=keep.device)
-        return keep
-
-    add(first)
+    state = _Rounds(s, gather, g, train=train, dropped=dropped, with_groups=with_groups)
+    state.add(first)
     stats: dict[str, float] = {}
     if train and s.refill_batch and refill is not None:
-        chosen, stats = _refill(
-            rounds, gathered, add, refill, lambda: frozenset(dropped), keep_R, gather, g, s
-        )
+        chosen, stats = state.refill(refill)
     else:
         chosen = [[(0, p * n_local + r) for r in range(n_local)] for p in range(gather.world)]
+    rounds, gathered = state.rounds, state.gathered
     # the final batch, every process's rows in process order, rounds grouped as they first appear
     chosen = [[x for i in dict.fromkeys(i for i, _ in rows) for x in rows if x[0] == i] for rows in chosen]
     mine = chosen[gather.rank]
     every = [x for rows in chosen for x in rows]
     rewards = take_rows([x.rewards for x in gathered], every)
     mask_RN = take_rows([x.mask_RN for x in gathered], every)
-    keep_all = take_rows([keep_R(x).float() for x in gathered], every)
+    keep_all = take_rows([state.keep_R(i).float() for i in range(len(gathered))], every)
     tokens = take_rows([x.tokens for x in gathered], every) * keep_all
     adv_RK = rank_advantages(
         rewards,
@@ -334,7 +383,7 @@ def rank_step(
         **{f"rank_reward/{k + 1:02d}": v for k, v in enumerate(means[len(STAT_NAMES) :])},
         "zero_signal_frac": sampled.zero_R.float().mean().item() if n_local else 0.0,
         "kept_frac": keep_all.float().mean().item(),
-        **({"dropped_requests": float(len(dropped))} if s.pass_rate_drop is not None else {}),
+        **({"dropped_requests": float(len(state.dropped))} if s.pass_rate_drop is not None else {}),
         **stats,
     }
     groups = None
@@ -349,39 +398,10 @@ def rank_step(
         keep=keep,
         loss_weights=weights,
         num_items=torch.tensor(int(tokens.sum().item()), dtype=first.loss_mask.dtype, device=gather.device),
-        dropped=frozenset(dropped),
+        dropped=frozenset(state.dropped),
         stats=stats,
         groups=groups,
     )
-
-
-def _refill(rounds, gathered, add, refill, dropped, keep_R, gather, g, s):
-    """Refill rounds until every process holds ``R / G`` groups with signal (or the rounds run out).
-
-    Returns, per process, the (round, global row) pairs of its final batch, and the refill metrics."""
-    n_local = rounds[0].completion_mask.shape[0]
-    need = n_local // g
-    kept: list[list[tuple[int, int]]] = [[] for _ in range(gather.world)]  # (round, global group)
-    spare: list[list[tuple[int, int]]] = [[] for _ in range(gather.world)]
-    n_prompts = 0
-    for i in range(1 + s.refill_max_rounds):
-        if i > 0:
-            if all(len(k) >= need for k in kept):
-                break
-            rounds.append(refill(dropped()))
-            n_prompts += need * gather.world
-            add(rounds[-1])
-        keep_B = keep_R(gathered[i]).view(-1, g).all(1).tolist()
-        for p in range(gather.world):
-            for b in range(p * need, (p + 1) * need):
-                (kept[p] if keep_B[b] and len(kept[p]) < need else spare[p]).append((i, b))
-    chosen = [k + sp[: need - len(k)] for k, sp in zip(kept, spare, strict=True)]
-    stats = {
-        "refill_rounds": float(len(rounds) - 1),
-        "refill_prompts": float(n_prompts),
-        "refill_short_groups": float(sum(need - len(k) for k in kept)),
-    }
-    return [[(i, b * g + j) for i, b in rows for j in range(g)] for rows in chosen], stats
 
 
 def _fit(x: torch.Tensor, width: int) -> torch.Tensor:

@@ -361,3 +361,29 @@ def test_each_reduction_runs_once_per_round(scheme, monkeypatch):
         first, dataclasses.replace(settings, pass_rate_drop=0.9), gather, group_size=g, refill=lambda d: extra
     )
     assert (gather.tensors, gather.object_lists, len(calls)) == (2, 2, 2)
+
+
+def test_rank_settings_are_the_configs_fields_with_the_configs_defaults():
+    """``RankSettings`` repeats no default of its own: each field is a config field with the same default
+    (``modifier`` stands for ``log_decay``), and ``from_config`` reads every one of them."""
+    import dataclasses
+
+    from remark.config import RemarkGRPOConfig
+
+    config_defaults = {f.name: f.default for f in dataclasses.fields(RemarkGRPOConfig)}
+    for f in dataclasses.fields(RankSettings):
+        if f.name == "modifier":
+            assert f.default is None and config_defaults["log_decay"] is False
+            continue
+        assert f.name in config_defaults, f"RankSettings.{f.name} is no config field"
+        assert f.default == config_defaults[f.name], f.name
+    changed = {f.name: f.default for f in dataclasses.fields(RankSettings) if f.name != "modifier"}
+    changed.update(num_ranks=7, truncation="interrupt", advantage_scaling="none", refill_max_rounds=3)
+
+    class Cfg:
+        log_decay = True
+
+    for name, value in changed.items():
+        setattr(Cfg, name, value)
+    got = RankSettings.from_config(Cfg)
+    assert got == RankSettings(**changed, modifier="log_decay")
