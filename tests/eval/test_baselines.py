@@ -1,4 +1,4 @@
-"""remark.demo.levels: the reference levels the demo report prints, on a hand-computed case."""
+"""eval.baselines: the reference levels (chance, popularity, genre popularity), on a hand-computed case."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 
-from remark.demo.levels import chance_recall, genre_lists, popularity_lists, reference_levels
+from eval.baselines import chance_recall, genre_lists, popularity_lists, reference_levels
 
 # Items a..f, popularity 6..1; horror a c e, comedy b d f.
 CATALOG = pl.DataFrame(
