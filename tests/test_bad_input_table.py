@@ -252,6 +252,13 @@ CASES = [
     C("compare-k-0", "eval compare {w}/scored {w}/scored --k 0", "argument --k", "'0'"),
     C("compare-scored-differently", "eval compare {w}/scored {w}/scored_nocompact", "field 'compact'",
       "different compact"),
+    C("compare-three-runs-without-vs", "eval compare {w}/scored {w}/scored {w}/scored", "field 'A B'",
+      "3 runs given without --vs"),
+    C("compare-seed-counts", "eval compare {w}/scored {w}/scored_nocompact {w}/ds --vs {w}/scored {w}/ds",
+      "field '--vs'", "3 runs of A and 2 of B"),
+    C("compare-run-twice", "eval compare {w}/scored {w}/scored --vs {w}/ds", "scored: listed twice"),
+    C("compare-seeds-scored-differently", "eval compare {w}/scored {w}/scored_nocompact --vs {w}/scored",
+      "field 'compact'", "A1 and A2 were scored with different compact"),
     # --- eval steps / curves / ProtoQA helpers ------------------------------------------------------
     C("steps-no-eval-log", "eval steps --run {w}/ds --baseline {w}/run", "ds/eval_log.jsonl",
       "is this a training run folder?"),

@@ -19,6 +19,7 @@ HELPS = [
     ["eval"],
     ["eval", "score"],
     ["eval", "run"],
+    ["eval", "compare"],
     ["data", "fetch"],
     ["diagnose"],
     ["curve", "fit"],

@@ -5,7 +5,9 @@ Sub-commands:
 - ``score``: a predictions JSONL against a prepared dataset -> metrics with bootstrap CIs;
 - ``run``: generate lists with a model (greedy, optional samples), score them, write outputs;
 - ``compare A B``: paired differences A - B with CIs on the same requests (``--lists greedy|sampled``
-  picks which of an eval run's lists, and the output says which it compared);
+  picks which of an eval run's lists, and the output says which it compared); ``compare A1 A2 A3 --vs
+  B1 B2 B3``: several runs (seeds) per side, run i of A paired with run i of B (or every A with one B):
+  each pair's difference, their spread over seeds beside the request bootstrap of the seed average;
 - ``steps``: steps-to-reach from two training runs' eval logs (``--metric`` as the eval log, the config's
   ``validation_metric`` or the demo report write it: ``eval/recall@5/per_responder``,
   ``sampled/recall@5/per_responder`` for the sampled validation lists under ``<run>/sampled``);

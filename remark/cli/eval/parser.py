@@ -91,11 +91,30 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--json", action="store_true", help="print metrics.json")
     r.set_defaults(func=run_run)
 
-    c = sub.add_parser("compare", help="paired differences A - B with CIs on the same requests")
-    c.add_argument(
-        "a", type=Path, help="eval run dir, per_request.parquet, or predictions JSONL (needs --data)"
+    c = sub.add_parser(
+        "compare",
+        help="paired differences A - B with CIs on the same requests (several runs per side: the seed spread)",
+        description="A B: paired differences A - B with bootstrap CIs over the requests. A1 A2 A3 --vs B1 B2 "
+        "B3 (runs of several seeds): run i of A paired with run i of B (or every A with one B), each pair's "
+        "difference, their spread over seeds (mean, SD, range, t-interval) and the bootstrap over requests "
+        "of the seed-averaged difference.",
     )
-    c.add_argument("b", type=Path, help="the same for the baseline")
+    c.add_argument(
+        "runs",
+        type=Path,
+        nargs="+",
+        metavar="A",
+        help="A then B: eval run dirs, per_request.parquet or predictions JSONL (needs --data); with --vs, "
+        "every run of A (one per seed)",
+    )
+    c.add_argument(
+        "--vs",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="B",
+        help="the runs of B, paired in order with those of A (one: paired with every run of A)",
+    )
     c.add_argument("--data", type=Path, default=None, help="dataset, when A or B is a predictions file")
     c.add_argument(
         "--lists",
