@@ -170,6 +170,28 @@ def _interval(cell: Mapping[str, float]) -> str:
     return "n/a" if math.isnan(lo) else f"[{100 * lo:.2f}, {100 * hi:.2f}]"
 
 
+def baselines_markdown(result: Mapping[str, Any]) -> str:
+    """Reference levels (``eval.baselines.baseline_levels``): one row per (level, metric), one column per
+    view, ``mean [ci_low, ci_high]``; then what each level's lists are."""
+    levels = result["levels"]
+    views = [v for v in ALL_VIEWS if any(v in lv for lv in levels.values())]
+    n_req = result.get("n_requests", "?")
+    lines = [
+        f"## Reference levels: split {result.get('split')}, {n_req} requests, {result.get('n_items')} catalog items",
+        "",
+    ]
+    if result.get("ci"):
+        lines += [f"CIs: {_ci_text(result['ci'], n_req)}.", ""]
+    lines += ["| level | metric | " + " | ".join(views) + " |", "|---|---|" + "---|" * len(views)]
+    for name, level in levels.items():
+        for metric in _metric_order([m for v in views for m in level.get(v, {})]):
+            cells = [_fmt(level.get(v, {}).get(metric)) for v in views]
+            lines.append(f"| {name} | {metric} | " + " | ".join(cells) + " |")
+    lines += [""] + [f"- {name}: {level['description']}" for name, level in levels.items()]
+    lines += [f"- {note}" for note in result.get("notes", [])]
+    return "\n".join(lines) + "\n"
+
+
 def _save(fig: Any, path: str | Path, inputs: Sequence[str | Path] = ()) -> Path:
     with atomic_write(path, inputs=inputs) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")

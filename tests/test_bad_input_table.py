@@ -259,6 +259,8 @@ CASES = [
     C("compare-run-twice", "eval compare {w}/scored {w}/scored --vs {w}/ds", "scored: listed twice"),
     C("compare-seeds-scored-differently", "eval compare {w}/scored {w}/scored_nocompact --vs {w}/scored",
       "field 'compact'", "A1 and A2 were scored with different compact"),
+    C("baselines-unknown-split", "eval baselines --data {w}/ds --split holdout", "field '--split'", "'holdout'"),
+    C("baselines-not-a-dataset", "eval baselines --data {w}/model", "model", "requests.parquet is missing"),
     # --- eval steps / curves / ProtoQA helpers ------------------------------------------------------
     C("steps-no-eval-log", "eval steps --run {w}/ds --baseline {w}/run", "ds/eval_log.jsonl",
       "is this a training run folder?"),

@@ -20,6 +20,7 @@ HELPS = [
     ["eval", "score"],
     ["eval", "run"],
     ["eval", "compare"],
+    ["eval", "baselines"],
     ["data", "fetch"],
     ["diagnose"],
     ["curve", "fit"],
