@@ -106,6 +106,89 @@ def compare_markdown(diff: Mapping[str, Any], *, name_a: str = "A", name_b: str 
     for name in names:
         lines.append(f"| {name} | " + " | ".join(_fmt(diff[v].get(name), 100.0, 2) for v in views) + " |")
     lines += _variant_tables(diff, lambda cell: _fmt(cell, 100.0, 2))
+    ci = diff.get("ci")
+    if ci:
+        lines += [
+            "",
+            f"CIs: {_ci_text(ci, diff.get('n_requests', '?'))}: they cover which requests were drawn, for these "
+            "two runs, not what varies between training runs (compare several runs per side for that).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _ci_text(ci: Mapping[str, Any], n_requests: Any) -> str:
+    return (
+        f"{ci.get('confidence_level', 0.95):.0%} bootstrap over the {n_requests} requests ({ci.get('method')}, "
+        f"{ci.get('n_resamples')} resamples, seed {ci.get('seed')})"
+    )
+
+
+def seeds_compare_markdown(diff: Mapping[str, Any]) -> str:
+    """Paired differences ``A - B`` over S pairs of runs (``eval.seeds.seed_differences`` per view and
+    metric, in points, x100): one table per view (slot-filter variants included), one row per metric with
+    the mean of the pairs' differences, its t-interval over the pairs, the bootstrap interval over requests
+    of the run-averaged difference, the SD and range over pairs, and each pair's difference with its own
+    bootstrap interval."""
+    views = [v for v in ALL_VIEWS if v in diff] + [v for keys in _variants(diff).values() for v in keys]
+    pairs = diff.get("pairs", [])
+    n_req, level = diff.get("n_requests", "?"), diff.get("seed_interval", {}).get("confidence_level", 0.95)
+    n = len(pairs)
+    ci = diff.get("ci", {})
+    lines = [
+        f"## A - B over {n} pairs of runs (paired on {n_req} requests, points)",
+        "",
+        f"Pairs: {', '.join(pairs)}. Mean: of the {n} pairs' differences. Over seeds: {level:.0%} Student t "
+        f"interval over the {n} pairs ({n - 1} df): what varies between training runs, on these requests. "
+        f"Over requests: {_ci_text(ci, n_req)} of the seed-averaged difference: what varies between requests, "
+        "for these runs. Per pair: its difference [bootstrap over requests].",
+    ]
+    seed_cols = " | ".join(f"pair {i + 1}" for i in range(n))
+    for view in views:
+        names = _metric_order(list(diff[view]))
+        lines += ["", f"### {view}", ""]
+        lines += [
+            f"| metric | mean | over seeds | over requests | SD | range | {seed_cols} |",
+            "|---|" + "---|" * (5 + n),
+        ]
+        for name in names:
+            cell = diff[view][name]
+            seeds, reqs = cell["seeds"], cell["requests"]
+            cells = [
+                f"{100 * seeds['mean']:.2f}",
+                _interval(seeds),
+                _interval(reqs),
+                "n/a" if math.isnan(seeds["sd"]) else f"{100 * seeds['sd']:.2f}",
+                f"{100 * seeds['min']:.2f} to {100 * seeds['max']:.2f}",
+                *(_fmt(c, 100.0, 2) for c in cell["per_seed"]),
+            ]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _interval(cell: Mapping[str, float]) -> str:
+    lo, hi = cell["ci_low"], cell["ci_high"]
+    return "n/a" if math.isnan(lo) else f"[{100 * lo:.2f}, {100 * hi:.2f}]"
+
+
+def baselines_markdown(result: Mapping[str, Any]) -> str:
+    """Reference levels (``eval.baselines.baseline_levels``): one row per (level, metric), one column per
+    view, ``mean [ci_low, ci_high]``; then what each level's lists are."""
+    levels = result["levels"]
+    views = [v for v in ALL_VIEWS if any(v in lv for lv in levels.values())]
+    n_req = result.get("n_requests", "?")
+    lines = [
+        f"## Reference levels: split {result.get('split')}, {n_req} requests, {result.get('n_items')} catalog items",
+        "",
+    ]
+    if result.get("ci"):
+        lines += [f"CIs: {_ci_text(result['ci'], n_req)}.", ""]
+    lines += ["| level | metric | " + " | ".join(views) + " |", "|---|---|" + "---|" * len(views)]
+    for name, level in levels.items():
+        for metric in _metric_order([m for v in views for m in level.get(v, {})]):
+            cells = [_fmt(level.get(v, {}).get(metric)) for v in views]
+            lines.append(f"| {name} | {metric} | " + " | ".join(cells) + " |")
+    lines += [""] + [f"- {name}: {level['description']}" for name, level in levels.items()]
+    lines += [f"- {note}" for note in result.get("notes", [])]
     return "\n".join(lines) + "\n"
 
 

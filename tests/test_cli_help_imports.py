@@ -19,6 +19,8 @@ HELPS = [
     ["eval"],
     ["eval", "score"],
     ["eval", "run"],
+    ["eval", "compare"],
+    ["eval", "baselines"],
     ["data", "fetch"],
     ["diagnose"],
     ["curve", "fit"],

@@ -20,7 +20,7 @@ own process with fixed thread counts, ``remark.demo.worker_env``):
    time by default (``jobs``), which changes the time, never a number;
 5. the SFT start and every run's best checkpoint evaluated on the test split (``eval.run``): greedy
    lists *and* sampled lists, with bootstrap CIs over requests; paired differences per seed
-   (``eval.bootstrap.compare``) and across seeds (``remark.demo.seeds``: the seeds' spread and
+   (``eval.bootstrap.compare``) and across seeds (``eval.seeds``: the seeds' spread and
    t-interval, which cover training variance, beside the request bootstrap of the seed average, which
    covers request variance); steps-to-reach per seed and on the seed-averaged validation curves;
 6. ``report.md`` (the test result and whether it is resolved first, then steps-to-reach),
@@ -41,11 +41,11 @@ Departures from the paper's setting, all for CPU scale, and said in the report:
 - Several RL seeds from *one* warm-up: the seed interval covers training-run variance given that
   warm-up, not a new warm-up's (``--seed`` changes the world and the warm-up too).
 
-Modules: ``settings`` (``DemoSettings``, ``default_settings``), ``threads`` (fixed thread pools),
+Modules: ``settings`` (``DemoSettings``, ``default_settings``), ``worker_env`` (fixed thread pools),
 ``jobs`` and ``worker`` (stage processes), ``stages`` (data, tokenizer + model, SFT warm-up), ``runs``
-(the RL runs), ``evaluation`` (test CIs, paired differences, steps-to-reach, curves), ``seeds``
-(across-seed statistics), ``plots``, ``report`` (``report.md`` from the summary), ``pipeline``
-(``run_demo``).
+(the RL runs), ``evaluation`` (test CIs, paired differences, steps-to-reach, curves; the across-seed
+statistics are ``eval.seeds``, the reference levels ``eval.baselines``), ``plots``, ``report``
+(``report.md`` from the summary), ``pipeline`` (``run_demo``).
 """
 
 from __future__ import annotations

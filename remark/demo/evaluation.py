@@ -4,10 +4,10 @@
   ``remark.demo.worker`` ``eval`` jobs): greedy lists *and* sampled lists, with bootstrap CIs over
   requests; the sampling seed is the demo's ``seed`` for every model, so lists differ by model only;
 - paired differences on the same test requests per RL seed (``eval.bootstrap.compare``), and across
-  seeds (``remark.demo.seeds``): the per-seed values' spread and t-interval (training variance) beside
+  seeds (``eval.seeds``): the per-seed values' spread and t-interval (training variance) beside
   the request bootstrap of the seed average (request variance);
 - steps-to-reach per seed (``eval.steps.steps_to_reach``) and on the seed-averaged validation curves
-  (``remark.demo.seeds.pooled_steps_to_reach``), and the curves themselves for the plot.
+  (``eval.seeds.pooled_steps_to_reach``), and the curves themselves for the plot.
 """
 
 from __future__ import annotations
@@ -147,8 +147,8 @@ def across_seeds(eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any
     import polars as pl
 
     from eval.bootstrap import BootstrapConfig
+    from eval.seeds import pooled_difference, pooled_interval, seed_spread_S
     from eval.views import weighted_means
-    from remark.demo.seeds import pooled_difference, pooled_interval, seed_spread_S
 
     ci = BootstrapConfig(n_resamples=s.ci_resamples, seed=s.seed)
     metric = f"recall@{s.k}"
@@ -188,8 +188,8 @@ def across_seeds(eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any
 def validation_results(s: DemoSettings, out: Path) -> dict[str, Any]:
     """Per validation lists (sampled first): steps-to-reach per seed and on the seed-averaged curves, both
     ways, and the curves (per seed from the eval logs; seed-averaged with bootstrap bands)."""
+    from eval.seeds import pooled_curve, pooled_steps_to_reach
     from eval.steps import CURVE_CI, REACH_CI, read_eval_log, steps_to_reach
-    from remark.demo.seeds import pooled_curve, pooled_steps_to_reach
 
     reach_cfg = dataclasses.replace(REACH_CI, n_resamples=s.ci_resamples, seed=s.seed)
     curve_cfg = dataclasses.replace(

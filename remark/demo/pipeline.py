@@ -118,7 +118,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from data_prep.dataset import load_dataset
-    from remark.demo.levels import reference_levels
+    from eval.baselines import reference_levels
 
     columns = (
         TextColumn("{task.description:<24}"),

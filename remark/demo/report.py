@@ -132,7 +132,7 @@ LEVEL_TEXT = {
 
 
 def _scale_lines(summary: dict[str, Any]) -> list[str]:
-    """The test values of the SFT start and both methods beside the reference levels (remark.demo.levels)."""
+    """The test values of the SFT start and both methods beside the reference levels (``eval.baselines``)."""
     levels = summary.get("reference_levels")
     if not levels:
         return []

@@ -33,9 +33,12 @@ THREADS = {
 }
 
 
-def write_tiny_dataset(out: Path) -> Path:
+def write_tiny_dataset(out: Path, catalog_columns: dict[str, list] | None = None) -> Path:
+    """The dataset of THREADS; ``catalog_columns`` (e.g. ``popularity``, ``genre``) in TITLES order."""
     catalog = Catalog.from_frame(
-        pl.DataFrame({"title": [t for t, _ in TITLES], "year": [y for _, y in TITLES]})
+        pl.DataFrame(
+            {"title": [t for t, _ in TITLES], "year": [y for _, y in TITLES], **(catalog_columns or {})}
+        )
     )
     years = dict(TITLES)
     rows = []

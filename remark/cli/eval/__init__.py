@@ -1,11 +1,15 @@
-"""``remark eval``: score, run, compare, steps, curves, and ProtoQA helpers (a thin layer over ``eval``).
+"""``remark eval``: score, run, compare, baselines, steps, curves, and ProtoQA helpers (a thin layer over
+``eval``).
 
 Sub-commands:
 
 - ``score``: a predictions JSONL against a prepared dataset -> metrics with bootstrap CIs;
 - ``run``: generate lists with a model (greedy, optional samples), score them, write outputs;
 - ``compare A B``: paired differences A - B with CIs on the same requests (``--lists greedy|sampled``
-  picks which of an eval run's lists, and the output says which it compared);
+  picks which of an eval run's lists, and the output says which it compared); ``compare A1 A2 A3 --vs
+  B1 B2 B3``: several runs (seeds) per side, run i of A paired with run i of B (or every A with one B):
+  each pair's difference, their spread over seeds beside the request bootstrap of the seed average;
+- ``baselines``: chance, popularity and genre-popularity levels on a split, with CIs (``eval.baselines``);
 - ``steps``: steps-to-reach from two training runs' eval logs (``--metric`` as the eval log, the config's
   ``validation_metric`` or the demo report write it: ``eval/recall@5/per_responder``,
   ``sampled/recall@5/per_responder`` for the sampled validation lists under ``<run>/sampled``);
@@ -20,11 +24,12 @@ grounding flag is given (``--match-mode``, ``--year-tolerance``, ``--match-thres
 are an error unless ``--on-other-split ignore`` (``eval.score``).
 
 Modules: ``parser`` (the flags of every subcommand), ``flags`` (shared flags, constants, printing),
-``score`` (``score``, ``run``), ``compare``, ``steps`` (``steps``, ``curves``), ``protoqa``.
+``score`` (``score``, ``run``), ``compare``, ``baselines``, ``steps`` (``steps``, ``curves``), ``protoqa``.
 """
 
 from __future__ import annotations
 
+from remark.cli.eval.baselines import run_baselines
 from remark.cli.eval.compare import run_compare
 from remark.cli.eval.flags import (
     DEFAULT_KS,
@@ -53,6 +58,7 @@ __all__ = [
     "add_parser",
     "cutoff",
     "filter_names",
+    "run_baselines",
     "run_compare",
     "run_convert",
     "run_curves",

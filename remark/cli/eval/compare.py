@@ -1,5 +1,11 @@
 """``remark eval compare A B``: paired differences with CIs on the same requests, from eval run dirs,
 ``per_request.parquet`` files or predictions files (scored here); A and B must be scored alike.
+
+``remark eval compare A1 A2 A3 --vs B1 B2 B3``: several runs (seeds) per side, run i of A paired with run i
+of B (or every A with one B, a shared baseline): each pair's difference with its bootstrap over requests,
+the spread of the pairs' differences over seeds (mean, SD, range, t-interval) and the bootstrap over
+requests of the seed-averaged difference (``eval.seeds.seed_differences``). Every run must be scored
+alike and on the same requests.
 """
 
 from __future__ import annotations
@@ -75,24 +81,70 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def run_compare(args: argparse.Namespace) -> int:
-    from eval.bootstrap import compare
-    from eval.report import compare_markdown
+def _sides(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
+    """The runs of A and of B, paired by position (one run on a side is paired with every run of the other)."""
+    if args.vs is None:
+        if len(args.runs) != 2:
+            raise InputError(
+                f"{len(args.runs)} runs given without --vs",
+                field="A B",
+                hint="compare A B, or several runs per side: A1 A2 A3 --vs B1 B2 B3",
+            )
+        return [args.runs[0]], [args.runs[1]]
+    a, b = list(args.runs), list(args.vs)
+    if len(a) != len(b) and 1 not in (len(a), len(b)):
+        raise InputError(
+            f"{len(a)} runs of A and {len(b)} of B: run i of A is paired with run i of B",
+            field="--vs",
+            hint="give as many runs on each side, or one on a side (a shared baseline, paired with every run)",
+        )
+    for name, side in (("A", a), ("B", b)):
+        seen: dict[Path, Path] = {}
+        for path in side:
+            if path.resolve() in seen:
+                raise InputError(
+                    f"listed twice among the runs of {name}",
+                    path=path,
+                    hint="each run is one seed: list it once",
+                )
+            seen[path.resolve()] = path
+    n = max(len(a), len(b))
+    return a * n if len(a) == 1 else a, b * n if len(b) == 1 else b
+
+
+def _check_alike(runs: list[tuple[str, dict]]) -> None:
+    """Every run scored with the first one's compaction and grounding (where both record them)."""
+    for key, get in (("compact", lambda s: s.get("compact")), ("grounding", _grounding_used)):
+        recorded = [(label, get(settings)) for label, settings in runs if get(settings) is not None]
+        for label, value in recorded[1:]:
+            first, v0 = recorded[0]
+            if not _same(v0, value):
+                raise InputError(
+                    f"{first} and {label} were scored with different {key} ({v0} vs {value})",
+                    field=key,
+                    hint="score both the same way before comparing",
+                )
+
+
+def _same_requests(tables: list[tuple[str, Any, str]]) -> None:
+    """Every table holds the first one's request ids (a seed average needs the same requests in every run)."""
+    first, t0, _ = tables[0]
+    ids = set(t0["request_id"].to_list())
+    for label, table, what in tables[1:]:
+        other = set(table["request_id"].to_list())
+        if other != ids:
+            raise InputError(
+                f"{label} was scored on different requests than {first}: {len(other - ids)} only in {label}, "
+                f"{len(ids - other)} only in {first} ({what})",
+                hint="score every run on the same split of the same dataset",
+            )
+
+
+def _metric_keys(tables: list[Any], args: argparse.Namespace) -> list[str]:
+    """The ``eval/`` columns every table holds, kept by ``--metrics``, ``--k`` and ``--filters``."""
     from eval.views import split_key
 
-    (a, sa, what_a), (b, sb, what_b) = _per_request(args.a, args), _per_request(args.b, args)
-    checks = {
-        "compact": (sa.get("compact"), sb.get("compact")),
-        "grounding": (_grounding_used(sa), _grounding_used(sb)),
-    }
-    for key, (va, vb) in checks.items():
-        if va is not None and vb is not None and not _same(va, vb):
-            raise InputError(
-                f"A and B were scored with different {key} ({va} vs {vb})",
-                field=key,
-                hint="score both the same way before comparing",
-            )
-    keys = [c for c in a.columns if c.startswith("eval/") and c in b.columns]
+    keys = [c for c in tables[0].columns if c.startswith("eval/") and all(c in t.columns for t in tables[1:])]
     filters = filter_names(args.filters)
     keys = [
         k
@@ -103,25 +155,90 @@ def run_compare(args: argparse.Namespace) -> int:
     ]
     if not keys:
         raise InputError("A and B share no metric column", hint="score both with the same --k and --metrics")
+    return keys
+
+
+def _by_view(flat: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """``{"eval/recall@5/union": cell}`` into ``out["union"]["recall@5"]``."""
+    from eval.views import split_key
+
+    for key, cell in flat.items():
+        name, view = split_key(key)
+        out.setdefault(view, {})[name] = cell
+    return out
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    side_a, side_b = _sides(args)
+    if len(side_a) > 1:
+        return _compare_seeds(args, side_a, side_b)
+    from eval.bootstrap import compare
+    from eval.report import compare_markdown
+
+    path_a, path_b = side_a[0], side_b[0]
+    (a, sa, what_a), (b, sb, what_b) = _per_request(path_a, args), _per_request(path_b, args)
+    _check_alike([("A", sa), ("B", sb)])
+    keys = _metric_keys([a, b], args)
     try:
         diff = compare(a, b, keys, bootstrap_config(args))
     except ValueError as err:
         raise InputError(str(err), hint="both must be scored on the same split of the same dataset") from err
-    lists = args.lists or "greedy"
     out: dict[str, Any] = {
         "n_requests": a.height,
-        "a": str(args.a),
-        "b": str(args.b),
-        "lists": lists,
+        "a": str(path_a),
+        "b": str(path_b),
+        "lists": args.lists or "greedy",
         "compared": {"a": what_a, "b": what_b},
         "difference": "A - B",
     }
-    for key, cell in diff.items():
-        name, view = split_key(key)
-        out.setdefault(view, {})[name] = cell
+    _by_view(diff, out)
     out["ci"] = bootstrap_config(args).as_dict()
     header = f"comparing {what_a}\n     with {what_b}\n\n"
     if args.json:
         print(f"comparing {what_a} with {what_b}", file=sys.stderr)
-    emit(out, args, header + compare_markdown(out, name_a=args.a.name, name_b=args.b.name))
+    emit(out, args, header + compare_markdown(out, name_a=path_a.name, name_b=path_b.name))
+    return 0
+
+
+def _compare_seeds(args: argparse.Namespace, side_a: list[Path], side_b: list[Path]) -> int:
+    """Several runs per side: per-pair differences, their spread over seeds, the request bootstrap of the
+    seed-averaged difference (``eval.seeds.seed_differences``)."""
+    from eval.report import seeds_compare_markdown
+    from eval.seeds import seed_differences
+
+    read = {path: _per_request(path, args) for path in dict.fromkeys([*side_a, *side_b])}
+    labelled: list[tuple[str, Path]] = []  # each distinct run once, A's then B's
+    pairs: list[list[str]] = [[], []]
+    for name, side, pair in (("A", side_a, pairs[0]), ("B", side_b, pairs[1])):
+        distinct = list(dict.fromkeys(side))
+        names = [name] if len(distinct) == 1 else [f"{name}{i + 1}" for i in range(len(distinct))]
+        labelled += list(zip(names, distinct, strict=True))
+        pair += [names[distinct.index(path)] for path in side]
+    runs = [(label, read[path][0], read[path][2]) for label, path in labelled]
+    _check_alike([(label, read[path][1]) for label, path in labelled])
+    _same_requests(runs)
+    keys = _metric_keys([table for _, table, _ in runs], args)
+    config = bootstrap_config(args)
+    try:
+        diff = seed_differences([read[p][0] for p in side_a], [read[p][0] for p in side_b], keys, config)
+    except ValueError as err:
+        raise InputError(str(err), hint="score every run on the same split of the same dataset") from err
+    n = len(side_a)
+    out: dict[str, Any] = {
+        "n_requests": runs[0][1].height,
+        "n_seeds": n,
+        "a": [str(p) for p in dict.fromkeys(side_a)],
+        "b": [str(p) for p in dict.fromkeys(side_b)],
+        "lists": args.lists or "greedy",
+        "compared": {label: what for label, _, what in runs},
+        "difference": "A - B",
+        "pairs": [f"{a} - {b}" for a, b in zip(*pairs, strict=True)],
+    }
+    _by_view(diff, out)
+    out["ci"] = config.as_dict()
+    out["seed_interval"] = {"method": "student_t", "confidence_level": config.confidence_level, "df": n - 1}
+    header = "".join(f"{label}: {what}\n" for label, _, what in runs) + "\n"
+    if args.json:
+        print(header, end="", file=sys.stderr)
+    emit(out, args, header + seeds_compare_markdown(out))
     return 0

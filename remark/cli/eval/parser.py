@@ -7,8 +7,20 @@ from typing import Any
 
 from remark.cli.adapter import add_adapter_flags
 from remark.cli.args import nonneg_int, open_unit, positive_float, positive_int
+from remark.cli.eval.baselines import run_baselines
 from remark.cli.eval.compare import run_compare
-from remark.cli.eval.flags import LISTS, ci_flags, force_flag, score_flags
+from remark.cli.eval.flags import (
+    DEFAULT_KS,
+    DEFAULT_VIEWS,
+    LISTS,
+    MAX_K,
+    METRIC_NAMES,
+    VIEW_NAMES,
+    ci_flags,
+    cutoff,
+    force_flag,
+    score_flags,
+)
 from remark.cli.eval.protoqa import run_convert, run_protoqa_evaluator
 from remark.cli.eval.score import run_run, run_score
 from remark.cli.eval.steps import run_curves, run_steps
@@ -17,7 +29,7 @@ from remark.cli.eval.steps import run_curves, run_steps
 def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "eval",
-        help="score lists, evaluate a model, compare runs, steps-to-reach, curves",
+        help="score lists, evaluate a model, compare runs, reference levels, steps-to-reach, curves",
         description="Evaluation with bootstrap CIs over requests: per responder (Rank-GRPO's view), on the "
         "union and on single-mention items.",
     )
@@ -91,11 +103,30 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--json", action="store_true", help="print metrics.json")
     r.set_defaults(func=run_run)
 
-    c = sub.add_parser("compare", help="paired differences A - B with CIs on the same requests")
-    c.add_argument(
-        "a", type=Path, help="eval run dir, per_request.parquet, or predictions JSONL (needs --data)"
+    c = sub.add_parser(
+        "compare",
+        help="paired differences A - B with CIs on the same requests (several runs per side: the seed spread)",
+        description="A B: paired differences A - B with bootstrap CIs over the requests. A1 A2 A3 --vs B1 B2 "
+        "B3 (runs of several seeds): run i of A paired with run i of B (or every A with one B), each pair's "
+        "difference, their spread over seeds (mean, SD, range, t-interval) and the bootstrap over requests "
+        "of the seed-averaged difference.",
     )
-    c.add_argument("b", type=Path, help="the same for the baseline")
+    c.add_argument(
+        "runs",
+        type=Path,
+        nargs="+",
+        metavar="A",
+        help="A then B: eval run dirs, per_request.parquet or predictions JSONL (needs --data); with --vs, "
+        "every run of A (one per seed)",
+    )
+    c.add_argument(
+        "--vs",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="B",
+        help="the runs of B, paired in order with those of A (one: paired with every run of A)",
+    )
     c.add_argument("--data", type=Path, default=None, help="dataset, when A or B is a predictions file")
     c.add_argument(
         "--lists",
@@ -107,6 +138,33 @@ def add_parser(subparsers: Any) -> None:
     score_flags(c)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_compare)
+
+    bl = sub.add_parser(
+        "baselines",
+        help="chance, popularity and genre-popularity levels on a split, with CIs",
+        description="What no model scores on the same requests, with the same metric code: chance (K random "
+        "unseen catalog items, exact expected recall), popularity (the K most popular unseen catalog items) "
+        "and, for a catalog with a genre column, the K most popular unseen items of the genre the request "
+        "names.",
+    )
+    bl.add_argument("--data", type=Path, required=True, help="prepared dataset directory (remark prep)")
+    bl.add_argument("--split", default="test", help="split to score, or 'all' (default %(default)s)")
+    bl.add_argument(
+        "--k", type=cutoff, nargs="+", default=DEFAULT_KS, help=f"cut-offs, 1 to {MAX_K} (default 5 10 15 20)"
+    )
+    bl.add_argument(
+        "--metrics",
+        nargs="+",
+        choices=METRIC_NAMES,
+        default=METRIC_NAMES,
+        help="default: all (chance: recall only)",
+    )
+    bl.add_argument(
+        "--views", nargs="+", choices=VIEW_NAMES, default=DEFAULT_VIEWS, help="default: %(default)s"
+    )
+    ci_flags(bl)
+    bl.add_argument("--json", action="store_true")
+    bl.set_defaults(func=run_baselines)
 
     st = sub.add_parser("steps", help="steps for RUN to reach BASELINE's value at a step, with a CI")
     st.add_argument(

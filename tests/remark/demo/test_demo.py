@@ -241,6 +241,20 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
         printed["per_responder"][f"recall@{k}"]
         == (summary["paired"]["remark_vs_rank_grpo"]["seed0"]["sampled"]["per_responder"][f"recall@{k}"])
     )
+    # several runs per side: the report's across-seed cells (its CI seed: the demo's --seed)
+    by_seed = [
+        "eval",
+        "compare",
+        *(str(out / "eval" / f"remark-seed{x}") for x in seeds),
+        "--vs",
+        *(str(out / "eval" / f"rank_grpo-seed{x}") for x in seeds),
+    ]
+    ci_seed = str(summary["settings"]["seed"])
+    assert main([*by_seed, "--lists", "sampled", "--resamples", "199", "--seed", ci_seed, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["per_responder"][f"recall@{k}"]
+    cell = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"]["sampled"]["per_responder"]
+    assert printed["seeds"] == cell["seeds"]
+    assert printed["requests"] == pytest.approx(cell["requests"], rel=1e-9, abs=1e-12)
     steps_cmd = [
         "eval",
         "steps",

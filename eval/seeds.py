@@ -1,8 +1,9 @@
-"""Across RL seeds: the spread of per-seed results, and request-bootstrap intervals of the seed average.
+"""Across training runs (seeds): the spread of per-seed results, and request-bootstrap intervals of the
+seed average.
 
-Two different questions, two intervals (the report says which is which):
+Two different questions, two intervals (reports say which is which):
 
-- **What varies between training runs** (RL seeds from the same warm-up, on the same test requests):
+- **What varies between training runs** (seeds of one recipe, on the same test requests):
   :func:`seed_spread_S` gives the per-seed values' mean, SD, range and a t-interval for the mean over
   seeds. It does not cover which test requests were drawn.
 - **What varies between requests** (for these training runs): :func:`pooled_sums` adds each request's
@@ -12,6 +13,8 @@ Two different questions, two intervals (the report says which is which):
 
 Weights are per request (``eval.views.weights_for``: responder rows for per-responder views, else 1), the
 same for every seed, so the pooled ratio of sums equals the mean of the per-seed metrics.
+:func:`seed_differences` gives both for the paired difference A - B of two methods with S runs each
+(``remark eval compare A1 A2 A3 --vs B1 B2 B3``): run s of A is paired with run s of B.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from eval.bootstrap import BootstrapConfig, bootstrap_sums, ratio_of_sums
+from eval.bootstrap import BootstrapConfig, bootstrap_sums, compare, paired_difference, ratio_of_sums
 from eval.steps import first_crossing, read_eval_log, read_step_values
 from eval.views import weights_for
 
@@ -64,24 +67,39 @@ def seed_spread_S(values_S: Sequence[float], level: float = 0.95) -> dict[str, A
     }
 
 
-def pooled_sums(frames: Sequence[pl.DataFrame], key: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-request ``(sum_s w_s * v_s, sum_s w_s)`` over S per-request tables of the same requests.
-
-    Rows are aligned by ``request_id`` (sorted); every table must hold the same request set. Shapes:
-    ``(N,)`` each.
-    """
+def same_requests(frames: Sequence[pl.DataFrame]) -> list[pl.DataFrame]:
+    """The tables sorted by ``request_id``; ValueError unless every one holds the same request ids."""
     frames = [f.sort("request_id") for f in frames]
     ids = frames[0]["request_id"]
     for f in frames[1:]:
         if not f["request_id"].equals(ids):
             raise ValueError("per-request tables of different seeds cover different requests")
-    num = np.zeros(len(ids))
-    den = np.zeros(len(ids))
+    return frames
+
+
+def pooled_sums_NM(frames: Sequence[pl.DataFrame], keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per request and key, ``(sum_s w_s * v_s, sum_s w_s)`` over S per-request tables of the same requests.
+
+    Rows are aligned by ``request_id`` (sorted); every table must hold the same request set (ValueError).
+    ``w_s = weights_for(frame_s, key)`` (0 where the value is null, which then counts as 0). Shapes:
+    ``(N, M)`` each, M = ``len(keys)``.
+    """
+    frames = same_requests(frames)
+    n = frames[0].height
+    num = np.zeros((n, len(keys)))
+    den = np.zeros((n, len(keys)))
     for f in frames:
-        w = weights_for(f, key)
-        num += w * f[key].fill_null(0.0).to_numpy().astype(np.float64)
-        den += w
+        for m, key in enumerate(keys):
+            w = weights_for(f, key)
+            num[:, m] += w * f[key].fill_null(0.0).to_numpy().astype(np.float64)
+            den[:, m] += w
     return num, den
+
+
+def pooled_sums(frames: Sequence[pl.DataFrame], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pooled_sums_NM` of one key: shapes ``(N,)`` each."""
+    num, den = pooled_sums_NM(frames, [key])
+    return num[:, 0], den[:, 0]
 
 
 def pooled_interval(frames: Sequence[pl.DataFrame], key: str, config: BootstrapConfig) -> dict[str, float]:
@@ -91,15 +109,63 @@ def pooled_interval(frames: Sequence[pl.DataFrame], key: str, config: BootstrapC
     return {"mean": float(iv.estimate[0]), "ci_low": float(iv.low[0]), "ci_high": float(iv.high[0])}
 
 
+def pooled_differences(
+    frames_a: Sequence[pl.DataFrame],
+    frames_b: Sequence[pl.DataFrame],
+    keys: Sequence[str],
+    config: BootstrapConfig,
+) -> dict[str, dict[str, float]]:
+    """Seed-averaged A - B on the same requests, bootstrap over requests (both sides resampled together).
+
+    ``sum_i numA_i / sum_i denA_i - sum_i numB_i / sum_i denB_i`` per key, from :func:`pooled_sums_NM` of
+    each side (``eval.bootstrap.paired_difference``: one bootstrap for the M keys). Every table of both
+    sides must hold the same request set (ValueError). Returns ``{key: {"mean", "ci_low", "ci_high"}}``.
+    """
+    keys = list(keys)
+    same_requests([*frames_a, *frames_b])
+    na, da = pooled_sums_NM(frames_a, keys)
+    nb, db = pooled_sums_NM(frames_b, keys)
+    iv = paired_difference(na, da, nb, db, config)
+    return {
+        k: {"mean": float(iv.estimate[m]), "ci_low": float(iv.low[m]), "ci_high": float(iv.high[m])}
+        for m, k in enumerate(keys)
+    }
+
+
 def pooled_difference(
     frames_a: Sequence[pl.DataFrame], frames_b: Sequence[pl.DataFrame], key: str, config: BootstrapConfig
 ) -> dict[str, float]:
-    """Seed-averaged A - B on the same requests, bootstrap over requests (both resampled together)."""
-    na, da = pooled_sums(frames_a, key)
-    nb, db = pooled_sums(frames_b, key)
-    cols = np.stack([na, da, nb, db], axis=1)
-    iv = bootstrap_sums(cols, lambda s: (s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3])[:, None], config)
-    return {"mean": float(iv.estimate[0]), "ci_low": float(iv.low[0]), "ci_high": float(iv.high[0])}
+    """:func:`pooled_differences` of one key."""
+    return pooled_differences(frames_a, frames_b, [key], config)[key]
+
+
+def seed_differences(
+    frames_a: Sequence[pl.DataFrame],
+    frames_b: Sequence[pl.DataFrame],
+    keys: Sequence[str],
+    config: BootstrapConfig,
+) -> dict[str, dict[str, Any]]:
+    """A - B over S paired runs: per pair, the spread over pairs, and the request bootstrap of the average.
+
+    ``frames_a[s]`` is paired with ``frames_b[s]`` (equal lengths; a shared baseline is passed S times).
+    Per key: ``per_seed`` (S cells ``{"mean", "ci_low", "ci_high"}``: ``eval.bootstrap.compare`` of pair
+    s, bootstrap over requests), ``seeds`` (:func:`seed_spread_S` of the S paired means, at the bootstrap's
+    confidence level) and ``requests`` (:func:`pooled_differences`). With equal per-request weights in
+    every run, ``requests["mean"] == seeds["mean"]`` (the mean of the per-pair differences).
+    """
+    if len(frames_a) != len(frames_b) or not frames_a:
+        raise ValueError(f"{len(frames_a)} runs of A and {len(frames_b)} of B: pairing needs as many of each")
+    keys = list(keys)
+    pairs = [compare(a, b, keys, config) for a, b in zip(frames_a, frames_b, strict=True)]
+    pooled = pooled_differences(frames_a, frames_b, keys, config)
+    return {
+        k: {
+            "per_seed": [p[k] for p in pairs],
+            "seeds": seed_spread_S([p[k]["mean"] for p in pairs], config.confidence_level),
+            "requests": pooled[k],
+        }
+        for k in keys
+    }
 
 
 def _run_sums(runs: Sequence[Path], key: str, steps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:

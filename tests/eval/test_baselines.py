@@ -1,0 +1,134 @@
+"""eval.baselines: the reference levels (chance, popularity, genre popularity), on a hand-computed case."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import polars as pl
+import pytest
+
+from eval.baselines import (
+    VIEWS,
+    baseline_levels,
+    chance_recall,
+    genre_lists,
+    popularity_lists,
+    reference_levels,
+)
+from eval.bootstrap import BootstrapConfig
+
+# Items a..f, popularity 6..1; horror a c e, comedy b d f.
+CATALOG = pl.DataFrame(
+    {
+        "item_id": list("abcdef"),
+        "popularity": [6.0, 5.0, 4.0, 3.0, 2.0, 1.0],
+        "genre": ["horror", "comedy"] * 3,
+    }
+)
+REQUESTS = pl.DataFrame(
+    {
+        "request_id": ["r1", "r2"],
+        "prompt": [
+            [{"role": "user", "content": "Some HORROR please"}],
+            [{"role": "user", "content": "any comedy?"}],
+        ],
+        "seen": [["a"], []],
+        "responders": [[["c"], ["b", "e"]], [["d"]]],
+        "union": [["c", "b", "e"], ["d"]],
+        "counts": [[1, 1, 1], [1]],
+    }
+)
+
+
+def test_chance_is_k_over_unseen_items_weighted_like_the_views():
+    got = chance_recall(REQUESTS, n_items=6, k=2)
+    # r1: 2 / (6 - 1) = 0.4 on 2 responder rows; r2: 2 / 6 on 1 row
+    assert got["per_responder"] == pytest.approx((0.4 * 2 + 2 / 6) / 3)
+    assert got["union"] == pytest.approx((0.4 + 2 / 6) / 2)
+    assert got["single_mention"] == pytest.approx((0.4 + 2 / 6) / 2)
+
+
+def test_lists_skip_seen_items_and_follow_popularity_and_the_named_genre():
+    assert popularity_lists(REQUESTS, CATALOG, 2) == [["b", "c"], ["a", "b"]]
+    assert genre_lists(REQUESTS, CATALOG, 2) == [["c", "e"], ["b", "d"]]
+    assert genre_lists(REQUESTS, CATALOG.drop("genre"), 2) is None
+
+
+def test_reference_levels_by_hand():
+    got = reference_levels(REQUESTS, CATALOG, 2)
+    # popularity: r1 [b, c]: u0 {c} 1, u1 {b, e} 0.5; r2 [a, b] vs {d}: 0
+    assert got["popularity"]["per_responder"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert got["popularity"]["union"] == pytest.approx((2 / 3 + 0) / 2)
+    # genre: r1 [c, e]: u0 1, u1 0.5; r2 [b, d]: 1
+    assert got["genre_popularity"]["per_responder"] == pytest.approx((1 + 0.5 + 1) / 3)
+    assert got["genre_popularity"]["union"] == pytest.approx((2 / 3 + 1) / 2)
+    assert math.isclose(got["chance"]["union"], (0.4 + 2 / 6) / 2)
+    assert "genre_popularity" not in reference_levels(REQUESTS, CATALOG.drop("genre"), 2)
+
+
+def test_baseline_levels_score_every_metric_and_view_with_the_eval_code():
+    views = ["per_responder", "union", "single_mention", "per_mention"]
+    ci = BootstrapConfig(n_resamples=99, method="percentile")
+    got = baseline_levels(REQUESTS, CATALOG, ks=[2, 1], metrics=["recall", "ndcg"], views=views, config=ci)
+    ref = reference_levels(REQUESTS, CATALOG, 2)
+    for level in ("chance", "popularity", "genre_popularity"):  # the demo's levels, at k = 2
+        for view in ("per_responder", "union", "single_mention"):
+            assert got[level][view]["recall@2"]["mean"] == pytest.approx(ref[level][view])
+    # chance is recall only; per mention: r1's 3 mention rows 2 / 5 each, r2's one 2 / 6; k = 1 halves it
+    assert set(got["chance"]["per_mention"]) == {"recall@1", "recall@2"}
+    assert got["chance"]["per_mention"]["recall@2"]["mean"] == pytest.approx((3 * 0.4 + 2 / 6) / 4)
+    assert got["chance"]["union"]["recall@1"]["mean"] == pytest.approx((0.2 + 1 / 6) / 2)
+    # popularity ndcg@2: r1 [b, c]: u0 {c} at rank 2: 1 / log2(3); u1 {b, e}: b at rank 1, ideal 1 + 1 / log2(3)
+    d2 = 1 / math.log2(3)
+    expected = (d2 + 1 / (1 + d2) + 0) / 3
+    assert got["popularity"]["per_responder"]["ndcg@2"]["mean"] == pytest.approx(expected)
+    # popularity at k = 1 is the top of the k = 2 list: r1 [b]: u0 0, u1 1/2; r2 [a]: 0
+    assert got["popularity"]["per_responder"]["recall@1"]["mean"] == pytest.approx(0.5 / 3)
+    cell = got["popularity"]["per_responder"]["recall@2"]
+    assert cell["ci_low"] <= cell["mean"] <= cell["ci_high"]
+    # no popularity recorded, no genre column, no recall asked: those levels are left out
+    bare = CATALOG.drop("genre").with_columns(pl.lit(None, dtype=pl.Float64).alias("popularity"))
+    assert list(baseline_levels(REQUESTS, bare, ks=[2], config=ci)) == ["chance"]
+    assert "chance" not in baseline_levels(REQUESTS, CATALOG, ks=[2], metrics=["ndcg"], config=ci)
+
+
+def test_eval_baselines_prints_the_levels_of_a_dataset_split(tmp_path, capsys):
+    from remark.cli.main import main
+    from tests.eval.conftest import TITLES, write_tiny_dataset
+
+    # popularity 8..1 in TITLES order; sci-fi: Arrival, Interstellar, Annihilation, Moon (every prompt says
+    # "Sci-fi like ..."), the rest classic
+    scifi = {"Arrival", "Interstellar", "Annihilation", "Moon"}
+    columns = {
+        "popularity": [float(8 - i) for i in range(len(TITLES))],
+        "genre": ["sci-fi" if t in scifi else "classic" for t, _ in TITLES],
+    }
+    data = write_tiny_dataset(tmp_path / "data", columns)
+    argv = ["eval", "baselines", "--data", str(data), "--k", "1", "2", "--metrics", "recall"]
+    argv += ["--ci-method", "percentile", "--resamples", "200"]
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["split"], got["n_requests"], got["n_items"], got["notes"]) == ("test", 4, 8, [])
+    levels = {
+        name: {v: {m: c["mean"] for m, c in lv[v].items()} for v in VIEWS}
+        for name, lv in got["levels"].items()
+    }
+    # chance: r1 and r4 have seen one of the 8 items (k / 7), r2 and r3 none (k / 8); responder rows 2 3 1 2
+    assert levels["chance"]["per_responder"]["recall@1"] == pytest.approx((2 / 7 + 3 / 8 + 1 / 8 + 2 / 7) / 8)
+    assert levels["chance"]["union"]["recall@2"] == pytest.approx((2 / 7 + 2 / 8 + 2 / 8 + 2 / 7) / 4)
+    # popularity, every request: [The Matrix, Arrival] (r1's seen Contact and r4's seen Moon are further down)
+    # rows at k = 1: r2's u0 {The Matrix} only; k = 2: r1 1/2 1/2, r2 1 0 0, r3 0, r4 1/2 0
+    assert levels["popularity"]["per_responder"] == pytest.approx({"recall@1": 1 / 8, "recall@2": 2.5 / 8})
+    assert levels["popularity"]["union"] == pytest.approx({"recall@1": 1 / 12, "recall@2": 1 / 4})
+    # sci-fi by popularity: [Arrival, Interstellar]: k = 1: r1 1/2 1/2, r4 1/2 0; k = 2: r1 1 1/2, r4 1/2 1
+    assert levels["genre_popularity"]["per_responder"] == pytest.approx(
+        {"recall@1": 1.5 / 8, "recall@2": 3 / 8}
+    )
+    assert levels["genre_popularity"]["union"] == pytest.approx({"recall@1": 1 / 6, "recall@2": 1 / 3})
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("## Reference levels: split test, 4 requests, 8 catalog items")
+    assert f"| popularity | recall@2 | {2.5 / 8:.4f} [" in text and "- chance: K random unseen" in text
+    assert main(["eval", "baselines", "--data", str(data), "--split", "valid"]) == 2
+    assert "no request in split 'valid'" in capsys.readouterr().err
