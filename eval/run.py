@@ -80,6 +80,33 @@ def parse_and_ground(
     return parsed.split(flat), matcher.ground_lines(parsed)
 
 
+def describe_lists(completions: Sequence[str], grounded: Sequence[Sequence[str | None]]) -> dict[str, Any]:
+    """What the generated lists were, beside their scores: per list, the lines that hold a rank, those in
+    which a title parsed, those that grounded to a catalog item; the lists with no rank at all; and the
+    first three completions (cut at 300 characters). A score of 0 then says whether the model wrote no
+    list, lists of unknown titles or lists of the wrong items."""
+    parsed = parse_lists(completions)
+    titles = parsed.split([t is not None for t in parsed.titles])
+    n = max(len(completions), 1)
+    return {
+        "n_lists": len(completions),
+        "lines_per_list": sum(parsed.n_lines) / n,
+        "parsed_per_list": sum(sum(row) for row in titles) / n,
+        "grounded_per_list": sum(sum(i is not None for i in row) for row in grounded) / n,
+        "lists_without_lines": sum(1 for k in parsed.n_lines if k == 0),
+        "examples": [c[:300] for c in completions[:3]],
+    }
+
+
+def lists_markdown(shape: dict[str, Any], title: str) -> str:
+    examples = "\n".join(f"    {json.dumps(c, ensure_ascii=False)}" for c in shape["examples"])
+    return (
+        f"\n{title}: {shape['n_lists']} lists; per list {shape['lines_per_list']:.2f} lines, "
+        f"{shape['parsed_per_list']:.2f} with a title, {shape['grounded_per_list']:.2f} grounded to the catalog; "
+        f"{shape['lists_without_lines']} lists without a line. The first completions:\n\n{examples}\n"
+    )
+
+
 #: ``catalog.shared.outputs.atomic_dir`` kinds of the two output folders.
 SCORE_KIND = "eval-score"
 RUN_KIND = "eval-run"
@@ -192,6 +219,7 @@ def evaluate_model(
         )
         result = summarize(scored, config, settings={**settings, "lists": "greedy"}, warnings=warnings)
         result["requests_by_split"] = requests_by_split(requests)
+        result["lists"]["shape"] = describe_lists(gen.greedy, grounded)
         pred_rows = [
             {"request_id": r, "recommendations": s, "grounded": g, "completion": c}
             for r, s, g, c in zip(ids_req, shown, grounded, gen.greedy)
@@ -201,6 +229,7 @@ def evaluate_model(
         _write_rows(out / "per_row.parquet", per_row_table(scored, requests, ds.responder_rows))
         plot_metrics(result, out / "metrics.png", title=f"{Path(model_dir).name}: greedy, {split}")
         md = metrics_markdown(result, title=f"Greedy lists ({split}, {requests.height} requests)")
+        md += lists_markdown(result["lists"]["shape"], "What the greedy lists were")
 
         if gen.samples is not None:
             n = gen_cfg.num_samples
@@ -222,6 +251,7 @@ def evaluate_model(
                 settings={**settings, "lists": f"{n} samples at temperature {gen_cfg.temperature}"},
                 warnings=warnings,
             )
+            sampled["lists"]["shape"] = describe_lists(flat, s_grounded)
             result["sampled"] = sampled
             rows = [
                 {
@@ -242,6 +272,7 @@ def evaluate_model(
             md += "\n" + metrics_markdown(
                 sampled, title=f"Sampled lists ({n} per request, T = {gen_cfg.temperature})"
             )
+            md += lists_markdown(sampled["lists"]["shape"], "What the sampled lists were")
             md += (
                 f"\nDistinct grounded items per list: greedy {result['lists']['distinct_mean']:.2f}, "
                 f"sampled {sampled['lists']['distinct_mean']:.2f} (docs/experiments.md, pitfall 1).\n"

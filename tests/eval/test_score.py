@@ -208,3 +208,16 @@ def test_empty_lists_and_empty_items_are_counted_and_scored(tmp_path):
     assert result["warnings"] == {"empty_items": 2, "empty_lists": 1}
     assert result["union"]["recall@1"]["mean"] == 0.0
     assert result["union"]["recall@3"]["mean"] == pytest.approx((1 / 3 + 0) / 2)
+
+
+def test_describe_lists_counts_lines_titles_and_grounded_items():
+    from eval.run import describe_lists, lists_markdown
+
+    completions = ["Here are some:\n1. Heat (1995)\n2. zzqx", "", "I'm not sure what you mean."]
+    shape = describe_lists(completions, [["i1", None], [], [None]])
+    assert shape["n_lists"] == 3 and shape["lists_without_lines"] == 1  # the preamble holds no rank
+    assert shape["lines_per_list"] == pytest.approx(3 / 3) and shape["grounded_per_list"] == pytest.approx(1 / 3)
+    assert shape["parsed_per_list"] == pytest.approx(3 / 3)  # every line read as a title, one grounded
+    assert shape["examples"] == completions
+    md = lists_markdown(shape, "What the greedy lists were")
+    assert "1.00 lines, 1.00 with a title, 0.33 grounded to the catalog; 1 lists without a line" in md

@@ -90,7 +90,12 @@ def run_run(args: argparse.Namespace) -> int:
         force=args.force,
         adapter=AdapterLoad(base=args.base_model, merge=args.merge_adapter),
     )
+    from eval.run import lists_markdown
+
     md = metrics_markdown(result, title=f"{args.model.name}: greedy ({args.split})")
+    md += lists_markdown(result["lists"]["shape"], "What the greedy lists were")
+    if "sampled" in result:
+        md += lists_markdown(result["sampled"]["lists"]["shape"], "What the sampled lists were")
     grounding_notes(result)
     emit(
         result,
