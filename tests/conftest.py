@@ -41,6 +41,24 @@ def data_dir() -> Path:
     return found
 
 
+#: Where ``make fetch-model`` (``remark model fetch smollm2-135m-instruct``) writes the real model.
+SMOLLM2_DEFAULT = REPO / ".cache" / "models" / "smollm2-135m-instruct"
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The real SmolLM2-135M-Instruct folder (``$REMARK_SMOLLM2_DIR`` or ``.cache/models/``); tests that
+    need it skip with the reason when it is absent (no test downloads it)."""
+    env = os.environ.get("REMARK_SMOLLM2_DIR")
+    path = Path(env) if env else SMOLLM2_DEFAULT
+    if not (path / "model.safetensors").is_file():
+        pytest.skip(
+            f"real model not found at {path}: run `make fetch-model` (remark model fetch smollm2-135m-instruct "
+            "--out .cache/models/smollm2-135m-instruct) or set REMARK_SMOLLM2_DIR"
+        )
+    return path
+
+
 TINY_TITLES = [
     "The Matrix (1999)",
     "Arrival (2016)",
