@@ -43,7 +43,13 @@ def eligibility(enc: EncodedRows) -> torch.Tensor:
     return (enc.item_RK >= 0) & is_first & ~enc.seen_RV.gather(1, idx)
 
 
-@register("reward", "responder", output="list")
+@register(
+    "reward",
+    "responder",
+    output="list",
+    draws=True,
+    help="Rank-GRPO (exp_inf): a slot earns 1 if the responder drawn for its group named its item",
+)
 def responder_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * 1[item in drawn responder's list] (Rank-GRPO exp_inf, one responder per row)."""
     if enc.drawn_RV is None:
@@ -55,14 +61,26 @@ def responder_reward(enc: EncodedRows) -> torch.Tensor:
     return (eligibility(enc) & hit).to(torch.float32)
 
 
-@register("reward", "union", output="list")
+@register(
+    "reward",
+    "union",
+    output="list",
+    draws=False,
+    help="ReMaRk: a slot earns 1 if any responder named its item",
+)
 def union_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * min(c_item, 1): 1 if any responder named the slot's item (ReMaRk)."""
     c = enc.counts_RV.gather(1, enc.index_RK)
     return (eligibility(enc) & (c >= 1)).to(torch.float32)
 
 
-@register("reward", "marginal", output="list")
+@register(
+    "reward",
+    "marginal",
+    output="list",
+    draws=False,
+    help="a slot earns c_i / n_x, the share of responders who named its item (responder's reward averaged over the draw)",
+)
 def marginal_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * c_item / n_x: E over a uniform responder draw of the ``responder`` reward."""
     if not enc.has_responders:
@@ -72,7 +90,13 @@ def marginal_reward(enc: EncodedRows) -> torch.Tensor:
     return eligibility(enc).to(torch.float32) * (c / n)
 
 
-@register("reward", "responder_rb", output="responder")
+@register(
+    "reward",
+    "responder_rb",
+    output="responder",
+    draws=False,
+    help="Rank-GRPO's responder reward for every responder, scaled per responder and averaged (its update, Rao-Blackwellised)",
+)
 def responder_rb_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RNK = e_RK[:, None] * 1[item in R_n] for every responder n (0 for padded n; mask
     ``enc.responder_mask_RN``). Scale per responder, then average: ``rank_advantages(..., mask_RN=)``."""
@@ -92,7 +116,7 @@ def _decay_weights(k: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return (1.0 / torch.log2(j + 1.0)).to(dtype)
 
 
-@register("modifier", "log_decay")
+@register("modifier", "log_decay", help="Rank-GRPO's DCG variant: r_k = sum_{j >= k} r_j / log2(j + 1)")
 def log_decay(rewards_K: torch.Tensor) -> torch.Tensor:
     """r'_k = sum_{j >= k} r_j d_j on the last axis (any leading shape: ``rewards_RK``, ``rewards_RNK``).
 
