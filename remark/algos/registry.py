@@ -191,6 +191,15 @@ define_kind(
     meta={"output": ("list", "responder"), "draws": (True, False)},
     required=["output", "draws"],
 )
+
+
+def lists_alone(meta: Mapping[str, Any]) -> bool:
+    """Whether a reward scheme with these declared facts rewards each list from the list and its request
+    alone: one reward vector per list (``output="list"``) and no responder draw (``draws=False``). Its mean
+    over a request's G lists is then a property of the policy on that request (a pass rate)."""
+    return meta.get("output") == "list" and meta.get("draws") is False
+
+
 define_kind("modifier", ModifierFn)
 define_kind("baseline", BaselineFn)
 define_kind("scale", ScaleFn, meta={"trl": ("group", "batch", "none")})

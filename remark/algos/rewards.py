@@ -1,8 +1,10 @@
 """Per-rank rewards on completion rows: eligibility, the four schemes and the ``log_decay`` modifier.
 
 All functions take an :class:`~remark.algos.encode.EncodedRows` (R rows, K slots) and return float32
-tensors; they are registered (kind ``reward`` / ``modifier``) so a config names them. Definitions
-(docs/method.md#rank-rewards), with e_k the eligibility of slot k:
+tensors; they are registered (kind ``reward`` / ``modifier``) so a config names them. A scheme declares its
+``output`` (one reward vector per list, or one per responder) and whether it ``draws``: reads the responder
+drawn for the row's group (``EncodedRows.drawn_RV``). Definitions (docs/method.md#rank-rewards), with e_k
+the eligibility of slot k:
 
 - ``responder``: r_k = e_k * 1[L_k in R_r] for the row's drawn responder r (Rank-GRPO ``exp_inf``);
 - ``union``: r_k = e_k * min(c_{L_k}, 1) (ReMaRk);
@@ -21,12 +23,14 @@ responder but not for the union).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from remark.algos.encode import EncodedRows
 from remark.algos.registry import get, register, spec
 
-__all__ = ["eligibility", "log_decay", "per_responder", "rank_rewards", "rewards_RNK"]
+__all__ = ["draw_rewards_RNK", "eligibility", "log_decay", "per_responder", "rank_rewards", "rewards_RNK"]
 
 
 def eligibility(enc: EncodedRows) -> torch.Tensor:
@@ -154,3 +158,25 @@ def rewards_RNK(enc: EncodedRows, scheme: str) -> tuple[torch.Tensor, torch.Tens
     if per_responder(scheme):
         return rewards, enc.responder_mask_RN
     return rewards[:, None, :], torch.ones(rewards.shape[0], 1, dtype=torch.bool)
+
+
+def draw_rewards_RNK(enc: EncodedRows, scheme: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A drawing per-list scheme's rewards had each responder been the drawn one: ``(rewards_RNK, mask_RN)``.
+
+    rewards_RNK[r, n] = the scheme's (R, K) rewards on ``enc`` with responder n of the row's request as the
+    drawn one (``drawn_RV = member_RNV[:, n]``), for n < N (padded responders name nothing; mask
+    ``enc.responder_mask_RN``). For ``responder`` this is ``responder_rb``'s rewards. ``remark diagnose``
+    enumerates the draw with it; a scheme that does not draw, or gives per-responder rewards, raises.
+    """
+    meta = spec("reward", scheme).meta
+    if not meta["draws"] or meta["output"] != "list":
+        raise ValueError(
+            f"{scheme!r} declares draws={meta['draws']}, output={meta['output']!r}: only a per-list scheme that "
+            "draws a responder has rewards per draw"
+        )
+    fn = get("reward", scheme)
+    per_draw = [
+        fn(dataclasses.replace(enc, drawn_RV=enc.member_RNV[:, n])) for n in range(enc.member_RNV.shape[1])
+    ]
+    rewards = torch.stack(per_draw, 1) if per_draw else torch.zeros(enc.n_rows, 0, enc.k)
+    return rewards, enc.responder_mask_RN
