@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from catalog.match import GroundingSettings
 from catalog.table import Catalog
+from remark.algos import names
 from remark.oracles.scorer_reference import ReferenceScorer
 from remark.run.tiny_model import train_tokenizer
 from remark.scoring.scorer import RankScorer, ScoredRows
@@ -249,7 +250,7 @@ GROUNDINGS = [
 
 
 @pytest.mark.parametrize("which", ["bpe", "spm"])
-@pytest.mark.parametrize("scheme", ["union", "responder", "responder_rb"])
+@pytest.mark.parametrize("scheme", names("reward"))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_new_path_equals_the_reference(catalog, which, scheme, data):

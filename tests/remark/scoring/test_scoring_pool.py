@@ -12,6 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from remark.algos import names
 from remark.scoring.pool import ScoringPool, ScoringWorkerError
 from remark.scoring.scorer import RankScorer
 from remark.scoring.shards import shard_bounds
@@ -26,7 +27,7 @@ def tok():
     return _bpe()
 
 
-@pytest.fixture(scope="module", params=["responder", "responder_rb"])
+@pytest.fixture(scope="module", params=names("reward"))
 def scheme(request):
     return request.param
 
