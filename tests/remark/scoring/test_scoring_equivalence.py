@@ -256,7 +256,11 @@ GROUNDINGS = [
 def test_new_path_equals_the_reference(catalog, which, scheme, data):
     grounding = data.draw(st.sampled_from(GROUNDINGS))
     new, ref = scorers(
-        catalog, which, scheme, grounding, data.draw(st.sampled_from(["lines", "lines", "newlines"]))
+        catalog,
+        which,
+        scheme,
+        grounding,
+        data.draw(st.sampled_from(["lines", *names("segmentation")])),  # the default twice
     )
     tok = new.offsets.tokenizer
     rows = encode(tok, data.draw(batch(len(tok) + 2, tok.eos_token_id)))  # ids past the vocabulary too
