@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from remark.algos import encode_rows, per_responder, rank_advantages, rank_rewards
+from remark.algos import encode_rows, names, per_responder, rank_advantages, rank_rewards
 from remark.oracles.rank_loops import random_rows, reference_advantages, reference_rewards
 
 
@@ -52,7 +52,7 @@ def main() -> None:
         f"{'scheme':<14}{'vectorised ms':>14}{'encode ms':>11}{'loop ms':>10}{'speed-up':>10}{'incl. encode':>14}"
     )
     encode_ms = _median_ms(lambda: encode_rows(k=k, group_size=g, **rows), max(5, args.repeat // 5))
-    for scheme in ["responder", "union", "marginal", "responder_rb"]:
+    for scheme in names("reward"):
         mask = enc.responder_mask_RN if per_responder(scheme) else None
 
         def vectorised(scheme=scheme, mask=mask):

@@ -1,8 +1,8 @@
 """Responder-noise diagnostic (``remark diagnose``): how much of Rank-GRPO's signal is the responder draw.
 
 For a pooled dataset and G lists per request (read from a file, or sampled by a built-in policy) it
-reports, for each reward scheme (``responder``, ``union``, ``marginal``, ``responder_rb``) under one
-advantage scaling:
+reports, for every registered reward scheme (``names("reward")``: ``responder``, ``union``, ``marginal``,
+``responder_rb`` and any other) under one advantage scaling:
 
 (a) ``responder_share``: the share of the advantage variance explained by the responder draw. Pick a
     request x, one of its G lists g and a rank k uniformly (over all (x, g, k) entries of the
@@ -10,12 +10,16 @@ advantage scaling:
     responders (Rank-GRPO draws one per group, so r is shared by the G lists). By the law of total
     variance ``Var(A) = E_{x,g,k}[Var_r(A | x, g, k)] + Var_{x,g,k}(E_r[A | x, g, k])``; the share is
     ``E[Var_r] / Var(A)``: the part of the variance that the list cannot explain and the draw does.
-    Every responder is enumerated (no sampling). It is 0 for schemes that do not draw a responder.
+    Every responder is enumerated (no sampling: ``remark.algos.draw_rewards_RNK``). It is 0 for schemes
+    that do not draw a responder (their declared ``draws``).
 (b) ``zero_signal_frac``: the fraction of groups whose G lists all get the same reward vector (so
-    every advantage of the group is 0); for ``responder`` the expectation over the draw, for
-    ``responder_rb`` identical for every responder.
-(c) ``mean_abs_adv``: mean |A| over (x, g, k) (and over the draw for ``responder``).
+    every advantage of the group is 0); for a drawing scheme (``responder``) the expectation over the
+    draw, for a per-responder one (``responder_rb``) identical for every responder.
+(c) ``mean_abs_adv``: mean |A| over (x, g, k) (and over the draw for a drawing scheme).
 (d) ``single_vote_share``: the share of union items with c_i = 1 (a property of the data).
+
+Beside them, ``mean_reward``: the mean reward per slot (over the draw, or over the request's responders,
+where the scheme has one reward per responder).
 
 The ``popularity`` policy samples each list as K distinct items (without replacement) with probability
 proportional to the item's total count over the training split's union (a catalog-wide popularity
@@ -24,7 +28,8 @@ batches of ``batch_size`` (48, Rank-GRPO's step), which is what ``batch`` scalin
 
 Pass rates (``--pass-rates-out``, docs/architecture.md "Pass rates"): per request, the mean over its G
 lists and K slots of a [0, 1] reward (``union`` by default: the share of slots that hit), with
-``n_samples = G * K``.
+``n_samples = G * K``. The reward is a scheme that rewards each list from the list and its request alone
+(:func:`pass_rate_schemes`: per-list and no draw, ``remark.algos.registry.lists_alone``).
 """
 
 from __future__ import annotations
@@ -37,17 +42,37 @@ import numpy as np
 import polars as pl
 import torch
 
-from remark.algos import encode_rows, per_responder, per_responder_advantages, rank_advantages, rank_rewards
+from remark.algos import (
+    draw_rewards_RNK,
+    encode_rows,
+    lists_alone,
+    names,
+    per_responder_advantages,
+    rank_advantages,
+    rewards_RNK,
+    spec,
+)
 
-__all__ = ["SCHEMES", "Diagnosis", "SchemeStats", "diagnose", "popularity_lists", "popularity_prior"]
+__all__ = [
+    "Diagnosis",
+    "SchemeStats",
+    "diagnose",
+    "pass_rate_schemes",
+    "popularity_lists",
+    "popularity_prior",
+]
 
-SCHEMES = ("responder", "union", "marginal", "responder_rb")
-PASS_RATE_SCHEMES = ("union", "marginal")
+
+def pass_rate_schemes() -> list[str]:
+    """The reward schemes a pass rate can use: those that reward each list from the list and its request
+    alone (``remark.algos.registry.lists_alone`` of their declared facts), sorted."""
+    return [s for s in names("reward") if lists_alone(spec("reward", s).meta)]
 
 
 @dataclass(frozen=True)
 class SchemeStats:
-    """(a)-(c) for one scheme, plus the mean reward per slot (the draw's expectation for ``responder``)."""
+    """(a)-(c) for one scheme, plus the mean reward per slot (over the draw for a drawing scheme, over the
+    request's responders for a per-responder one)."""
 
     scheme: str
     responder_share: float
@@ -137,18 +162,22 @@ class _Accumulator:
         self.zero_groups += float(((same_BN * w_BN).sum(1) / w_BN.sum(1).clamp(min=1)).sum())
         self.groups += r // g
 
-    def add_fixed(self, adv_RK: torch.Tensor, rewards: torch.Tensor, g: int, *, per_list: bool) -> None:
-        """A scheme whose advantages do not depend on a draw (``rewards`` (R, K) when ``per_list``, else
-        (R, N, K); the scheme's registered output says which)."""
+    def add_fixed(
+        self, adv_RK: torch.Tensor, rewards_RNK: torch.Tensor, mask_RN: torch.Tensor, g: int
+    ) -> None:
+        """A scheme whose advantages do not depend on a draw: its rewards in one shape (``rewards_RNK``,
+        N = 1 for a per-list scheme); the mean reward of a slot is its mean over the valid responders."""
         adv = adv_RK.to(torch.float64)
         self._add(adv, torch.zeros_like(adv))
         self.sum_abs += float(adv.abs().sum())
-        r = rewards.shape[0]
-        flat = rewards.reshape(r // g, g, -1)
+        r = rewards_RNK.shape[0]
+        flat = rewards_RNK.reshape(r // g, g, -1)
         self.zero_groups += float((flat == flat[:, :1]).all(2).all(1).sum())
         self.groups += r // g
-        if per_list:
-            self.sum_reward += float(rewards.to(torch.float64).sum())
+        w = mask_RN.to(torch.float64)
+        self.sum_reward += float(
+            ((rewards_RNK.to(torch.float64) * w[:, :, None]).sum(1) / w.sum(1).clamp(min=1)[:, None]).sum()
+        )
 
     def _add(self, mean_RK: torch.Tensor, within_RK: torch.Tensor) -> None:
         self.entries += mean_RK.numel()
@@ -156,7 +185,7 @@ class _Accumulator:
         self.sum_mean += float(mean_RK.sum())
         self.sum_mean_sq += float(mean_RK.square().sum())
 
-    def stats(self, scheme: str, mean_reward: float | None = None) -> SchemeStats:
+    def stats(self, scheme: str) -> SchemeStats:
         n = max(self.entries, 1)
         within = self.sum_within / n
         between = max(self.sum_mean_sq / n - (self.sum_mean / n) ** 2, 0.0)
@@ -166,7 +195,7 @@ class _Accumulator:
             responder_share=within / total if total > 0 else 0.0,
             zero_signal_frac=self.zero_groups / max(self.groups, 1),
             mean_abs_adv=self.sum_abs / n,
-            mean_reward=self.sum_reward / n if mean_reward is None else mean_reward,
+            mean_reward=self.sum_reward / n,
         )
 
 
@@ -234,8 +263,11 @@ def diagnose(
         raise ValueError(f"group_size must be >= 2 (group-relative advantages), got {group_size}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if pass_rate_scheme not in PASS_RATE_SCHEMES:
-        raise ValueError(f"pass_rate_scheme must be one of {PASS_RATE_SCHEMES}, got {pass_rate_scheme!r}")
+    if pass_rate_scheme not in pass_rate_schemes():
+        raise ValueError(
+            f"pass_rate_scheme must be one of {pass_rate_schemes()} (per-list schemes with no responder draw), "
+            f"got {pass_rate_scheme!r}"
+        )
     ids = requests["request_id"].to_list()
     if isinstance(lists, Mapping):
         missing = [r for r in ids if r not in lists]
@@ -253,7 +285,9 @@ def diagnose(
     if len(keep) < len(ids):
         notes["requests_without_responders_skipped"] = len(ids) - len(keep)
     cols = {c: requests[c].to_list() for c in ("seen", "responders", "union", "counts")}
-    acc = {s: _Accumulator() for s in SCHEMES}
+    schemes = names("reward")
+    draws = {s: spec("reward", s).meta["draws"] for s in schemes}
+    acc = {s: _Accumulator() for s in schemes}
     pass_ids: list[str] = []
     pass_vals: list[np.ndarray] = []
     g = group_size
@@ -270,25 +304,19 @@ def diagnose(
             group_size=g,
             request_ids=[ids[i] for i in rep],
         )
-        mask = enc.responder_mask_RN
-        r_RNK = rank_rewards(enc, "responder_rb")
-        per_RNK = per_responder_advantages(r_RNK, group_size=g, mode=scale, eps=eps, mask_RN=mask)
-        acc["responder"].add_draws(per_RNK, r_RNK, mask, g)
-        w = mask.to(per_RNK.dtype)
-        rb_RK = (per_RNK * w[:, :, None]).sum(1) / w.sum(1).clamp(min=1)[:, None]
-        acc["responder_rb"].add_fixed(rb_RK, r_RNK, g, per_list=not per_responder("responder_rb"))
-        rewards = {}
-        for scheme in ("union", "marginal"):
-            rewards[scheme] = rank_rewards(enc, scheme)
-            adv = rank_advantages(rewards[scheme], group_size=g, mode=scale, eps=eps)
-            acc[scheme].add_fixed(adv, rewards[scheme], g, per_list=not per_responder(scheme))
+        for scheme in schemes:
+            if draws[scheme]:  # every responder as the drawn one
+                r_RNK, mask_RN = draw_rewards_RNK(enc, scheme)
+                per_RNK = per_responder_advantages(r_RNK, group_size=g, mode=scale, eps=eps, mask_RN=mask_RN)
+                acc[scheme].add_draws(per_RNK, r_RNK, mask_RN, g)
+                continue
+            r_RNK, mask_RN = rewards_RNK(enc, scheme)  # N = 1 for a per-list scheme: its own scaling
+            adv = rank_advantages(r_RNK, group_size=g, mode=scale, eps=eps, mask_RN=mask_RN)
+            acc[scheme].add_fixed(adv, r_RNK, mask_RN, g)
+            if scheme == pass_rate_scheme:
+                pass_vals.append(r_RNK.view(len(chunk), g * k).double().mean(1).numpy())
         pass_ids.extend(ids[i] for i in chunk)
-        pass_vals.append(rewards[pass_rate_scheme].view(len(chunk), g * k).double().mean(1).numpy())
-    marginal_reward = acc["marginal"].stats("marginal").mean_reward
-    stats = {
-        s: acc[s].stats(s, mean_reward=marginal_reward if s in ("responder", "responder_rb") else None)
-        for s in SCHEMES
-    }
+    stats = {s: acc[s].stats(s) for s in schemes}
     counts = requests[keep]["counts"].explode().drop_nulls() if keep else pl.Series([], dtype=pl.UInt32)
     single = float((counts == 1).sum() / counts.len()) if counts.len() else 0.0
     pass_rates = pl.DataFrame(

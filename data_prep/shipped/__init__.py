@@ -15,7 +15,10 @@ __all__ = ["PROTOQA_FILES", "protoqa_file"]
 _HERE = Path(__file__).resolve().parent
 #: name -> (file, sha256): the files as iesl/protoqa-data publishes them (data/dev/ at c6c5696)
 PROTOQA_FILES = {
-    "crowdsourced": ("dev.crowdsourced.jsonl", "cd3bec04e9ec9294ebf5b75eda6eb0d5abcffec926407eaf852be9c744c67ce5"),
+    "crowdsourced": (
+        "dev.crowdsourced.jsonl",
+        "cd3bec04e9ec9294ebf5b75eda6eb0d5abcffec926407eaf852be9c744c67ce5",
+    ),
     "scraped": ("dev.scraped.jsonl", "ed2d094741de9e7eae0091eaeeca8a94104aa49792efdd75bed91d3ab6177576"),
 }
 

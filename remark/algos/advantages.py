@@ -38,13 +38,13 @@ def _as_float(rewards: torch.Tensor) -> torch.Tensor:
     return rewards
 
 
-@register("baseline", "mean")
+@register("baseline", "mean", help="the mean of the rank over the G lists of the group (GRPO)")
 def mean_baseline(rewards_BGK: torch.Tensor) -> torch.Tensor:
     """baseline_B1K = mean over the G lists of the group (GRPO)."""
     return rewards_BGK.mean(1, keepdim=True)
 
 
-@register("scale", "group", trl="group")
+@register("scale", "group", trl="group", help="unbiased std of the rank over the G lists + eps (Rank-GRPO)")
 def group_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
     """s_B1K = std_g(r_{b,g,k}) (unbiased, G - 1 in the denominator) + eps (Rank-GRPO).
 
@@ -54,7 +54,7 @@ def group_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor |
     return (centred.square().sum(1, keepdim=True) / (rewards_BGK.shape[1] - 1)).sqrt() + eps
 
 
-@register("scale", "batch", trl="batch")
+@register("scale", "batch", trl="batch", help="unbiased std of the rank over every list of the batch + eps")
 def batch_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
     """s_11K = unbiased std of rank k over all valid (b, g) of the batch + eps (groups with
     ``mask_B`` False are left out; fewer than two entries give std 0)."""
@@ -69,7 +69,7 @@ def batch_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor |
     return (std_K + eps).reshape(1, 1, k)
 
 
-@register("scale", "none", trl="none")
+@register("scale", "none", trl="none", help="no std division and no eps: s = 1 (Dr. GRPO)")
 def no_scale(rewards_BGK: torch.Tensor, *, eps: float, mask_B: torch.Tensor | None = None) -> torch.Tensor:
     """s = 1 (Dr. GRPO: no std normalisation, no eps)."""
     return torch.ones((), dtype=rewards_BGK.dtype)

@@ -55,7 +55,7 @@ __all__ = [
 
 
 # -- baselines: fn(rewards_BGK) -> baseline broadcastable to (B, G, K) ---------------------------------
-@register("baseline", "rloo")
+@register("baseline", "rloo", help="the mean of the rank over the other G - 1 lists (RLOO)")
 def rloo_baseline(rewards_BGK: torch.Tensor) -> torch.Tensor:
     """baseline_BGK = (sum_g' r_{b,g',k} - r_{b,g,k}) / (G - 1): the mean of the other G - 1 lists (RLOO)."""
     g = rewards_BGK.shape[1]
@@ -64,7 +64,7 @@ def rloo_baseline(rewards_BGK: torch.Tensor) -> torch.Tensor:
     return (rewards_BGK.sum(1, keepdim=True) - rewards_BGK) / (g - 1)
 
 
-@register("baseline", "batch")
+@register("baseline", "batch", help="the mean of the rank over every list of the batch (REINFORCE++)")
 def batch_mean_baseline(rewards_BGK: torch.Tensor) -> torch.Tensor:
     """baseline_11K = mean of rank k over every (b, g) of the batch (REINFORCE++'s global mean)."""
     return rewards_BGK.mean((0, 1), keepdim=True)
@@ -85,7 +85,11 @@ def gmpo_clip_log_ratio(
     return torch.where(adv_RT > 0, upper, torch.where(adv_RT < 0, lower, log_ratio_RT))
 
 
-@register("objective", "gmpo")
+@register(
+    "objective",
+    "gmpo",
+    help="GMPO: the advantage times the geometric mean of the segment's token ratios, clipped in log space",
+)
 def gmpo_logps(
     logps_RT: torch.Tensor,
     old_logps_RT: torch.Tensor,
@@ -138,13 +142,17 @@ def gmpo_logps(
 
 
 # -- loss aggregation: fn(tokens_R, *, group_size) -> weight_R ------------------------------------------
-@register("aggregation", "token")
+@register("aggregation", "token", help="weight 1 on every row: TRL's own aggregation for loss_type")
 def token_weights(tokens_R: torch.Tensor, *, group_size: int) -> torch.Tensor:
     """w_R = 1: TRL's own aggregation for the chosen ``loss_type``."""
     return torch.ones(tokens_R.shape, dtype=torch.float32, device=tokens_R.device)
 
 
-@register("aggregation", "prompt")
+@register(
+    "aggregation",
+    "prompt",
+    help="ScaleRL: the mean over prompt groups of each group's token mean (loss_type dapo or cispo)",
+)
 def prompt_weights(tokens_R: torch.Tensor, *, group_size: int) -> torch.Tensor:
     """w_R = N / (n_B * n_b(r)) (ScaleRL's prompt-level aggregation for token-sum losses).
 
@@ -164,13 +172,15 @@ def prompt_weights(tokens_R: torch.Tensor, *, group_size: int) -> torch.Tensor:
 
 
 # -- truncated completions: fn(rewards, *, last_rank_R, cut_R) -> rewards --------------------------------
-@register("truncation", "score")
+@register("truncation", "score", help="a list cut at the length cap is scored as parsed")
 def score_truncated(rewards: torch.Tensor, *, last_rank_R: torch.Tensor, cut_R: torch.Tensor) -> torch.Tensor:
     """rewards unchanged: a truncated list is scored as parsed (its cut last line may still ground)."""
     return rewards
 
 
-@register("truncation", "interrupt")
+@register(
+    "truncation", "interrupt", help="ScaleRL's forced interruption: the cut last line of a list earns 0"
+)
 def interrupt_truncated(
     rewards: torch.Tensor, *, last_rank_R: torch.Tensor, cut_R: torch.Tensor
 ) -> torch.Tensor:

@@ -24,7 +24,9 @@ from remark.algos.registry import register
 __all__ = ["rank_level_logps"]
 
 
-@register("ratio", "rank")
+@register(
+    "ratio", "rank", help="Rank-GRPO: exp(mean of the rank's token log-ratios) on every token of the rank"
+)
 def rank_level_logps(
     logps_RT: torch.Tensor, old_logps_RT: torch.Tensor, rank_RT: torch.Tensor, mask_RT: torch.Tensor
 ) -> torch.Tensor:

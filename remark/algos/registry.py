@@ -3,13 +3,15 @@
 Modelled on verl's ``core_algos`` (``@register_adv_est("grpo")``), made generic over *kinds*. Each kind has
 one call signature, written as a ``Protocol`` below, and the signature of every function is checked when it
 is registered (its positional arity and keyword-only names), so a scheme that would fail at the first
-training step fails at import instead. A kind may also declare facts its entries must state (``meta``): a
-reward scheme says whether it returns one reward vector per list or one per responder (``output``), a
-scaling says which of TRL's ``scale_rewards`` values it equals (``trl``). Code that needs such a fact reads
-it from the registry (:func:`spec`), never from a scheme's name or a tensor's shape.
+training step fails at import instead. Every entry carries a one-line ``help`` (what it computes, whose it
+is), from which config help texts and command-line choices are built. A kind may also declare facts its
+entries must state (``meta``): a reward scheme says whether it returns one reward vector per list or one
+per responder (``output``) and whether it reads the responder drawn for the group (``draws``), a scaling
+says which of TRL's ``scale_rewards`` values it equals (``trl``). Code that needs such a fact reads it from
+the registry (:func:`spec`), never from a scheme's name or a tensor's shape.
 
 >>> from remark.algos.registry import register, get
->>> @register("scale", "unit_demo")
+>>> @register("scale", "unit_demo", help="1 everywhere (a demo)")
 ... def _unit(rewards_BGK, *, eps, mask_B=None):
 ...     return 1.0
 >>> get("scale", "unit_demo") is _unit
@@ -18,16 +20,34 @@ True
 
 A new kind is declared with :func:`define_kind`; :func:`get` on an unknown kind or name raises a
 ``ValueError`` that lists what is valid.
+
+Two views of one registry:
+
+- the live one (:func:`spec`, :func:`get`, :func:`names`, :func:`kinds`, :func:`describe`): the functions
+  themselves. Its first use imports the modules of :data:`REGISTRANTS` (torch and numpy with them), whose
+  ``@register`` decorators fill it; this module imports neither, nor does the ``remark.algos`` package
+  (its names are imported on first use), so importing the registry is cheap;
+- the declared one (:func:`declared`): the names, helps and facts written in those modules'
+  ``@register("kind", "name", ..., help="...")`` decorators, read from their source with ``ast``, with no
+  import. :func:`offered` adds what this process registered since (a scheme registered at run time); a
+  command-line help lists that, so ``remark diagnose --help`` loads no torch. The decorators' arguments
+  are literals, and a test checks that the declared entries are the live ones, kind by kind.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
+import importlib.util
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
-import torch
+if TYPE_CHECKING:  # annotations only: importing the registry loads no torch
+    import torch
 
 F = TypeVar("F", bound=Callable)
 
@@ -118,10 +138,30 @@ class Kind:
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered function with the facts it declared."""
+    """One registered function with the facts it declared and its one-line help."""
 
     fn: Callable
     meta: Mapping[str, Any]
+    help: str
+
+
+class Description(NamedTuple):
+    """What a help text says about one entry: its name, one-line help and declared facts."""
+
+    name: str
+    help: str
+    meta: Mapping[str, Any]
+
+
+#: The modules whose ``@register`` decorators fill the live registry (imported by its first use) and
+#: whose source :func:`declared` reads. A module that registers entries is listed here.
+REGISTRANTS: tuple[str, ...] = (
+    "remark.algos.advantages",
+    "remark.algos.family",
+    "remark.algos.ratios",
+    "remark.algos.rewards",
+    "remark.algos.tokens",
+)
 
 
 _KINDS: dict[str, Kind] = {}
@@ -145,7 +185,21 @@ def define_kind(
     return kind
 
 
-define_kind("reward", RewardFn, meta={"output": ("list", "responder")}, required=["output"])
+define_kind(
+    "reward",
+    RewardFn,
+    meta={"output": ("list", "responder"), "draws": (True, False)},
+    required=["output", "draws"],
+)
+
+
+def lists_alone(meta: Mapping[str, Any]) -> bool:
+    """Whether a reward scheme with these declared facts rewards each list from the list and its request
+    alone: one reward vector per list (``output="list"``) and no responder draw (``draws=False``). Its mean
+    over a request's G lists is then a property of the policy on that request (a pass rate)."""
+    return meta.get("output") == "list" and meta.get("draws") is False
+
+
 define_kind("modifier", ModifierFn)
 define_kind("baseline", BaselineFn)
 define_kind("scale", ScaleFn, meta={"trl": ("group", "batch", "none")})
@@ -190,11 +244,13 @@ def _signature_error(kind: Kind, fn: Callable) -> str | None:
     return None
 
 
-def register(kind: str, name: str, **meta: Any) -> Callable[[F], F]:
-    """Decorator registering ``fn`` under ``(kind, name)`` with the facts ``meta`` (see :class:`Kind`).
+def register(kind: str, name: str, *, help: str, **meta: Any) -> Callable[[F], F]:
+    """Decorator registering ``fn`` under ``(kind, name)`` with its one-line ``help`` and the facts ``meta``
+    (see :class:`Kind`).
 
-    Raises ``ValueError`` for an undefined kind, a taken name, a signature that does not fit the kind's
-    ``Protocol``, or missing / unknown / invalid ``meta``.
+    ``help`` says what the entry computes and whose it is, in one line (help texts list it after the
+    name). Raises ``ValueError`` for an undefined kind, a taken name, an empty or multi-line help, a
+    signature that does not fit the kind's ``Protocol``, or missing / unknown / invalid ``meta``.
     """
     if not kind or not name:
         raise ValueError(
@@ -202,7 +258,12 @@ def register(kind: str, name: str, **meta: Any) -> Callable[[F], F]:
         )
     if kind not in _KINDS:
         raise ValueError(
-            f"unknown kind {kind!r}; define it first (define_kind) or use one of: {', '.join(kinds())}"
+            f"unknown kind {kind!r}; define it first (define_kind) or use one of: {', '.join(sorted(_KINDS))}"
+        )
+    if not isinstance(help, str) or not help.strip() or help != help.strip() or len(help.splitlines()) > 1:
+        raise ValueError(
+            f"{kind} {name!r}: help must be one non-empty line with no surrounding spaces (what it computes, "
+            f"whose it is), got {help!r}"
         )
     spec_ = _KINDS[kind]
     unknown = set(meta) - set(spec_.meta)
@@ -232,14 +293,27 @@ def register(kind: str, name: str, **meta: Any) -> Callable[[F], F]:
                 f"{kind} {name!r}: {getattr(fn, '__qualname__', fn)}{inspect.signature(fn)} does not fit the "
                 f"{kind} signature {spec_.protocol.__name__}{inspect.signature(spec_.protocol.__call__)}: {why}"
             )
-        table[name] = Entry(fn, dict(meta))
+        table[name] = Entry(fn, dict(meta), help)
         return fn
 
     return deco
 
 
+_loaded = False
+
+
+def _load() -> None:
+    """Import :data:`REGISTRANTS` once, so the live registry holds every entry they register."""
+    global _loaded
+    if not _loaded:
+        for module in REGISTRANTS:
+            importlib.import_module(module)
+        _loaded = True
+
+
 def spec(kind: str, name: str) -> Entry:
-    """The :class:`Entry` (function and declared facts) of ``(kind, name)``; unknown ones raise ``ValueError``."""
+    """The :class:`Entry` (function, declared facts, help) of ``(kind, name)``; unknown ones raise ``ValueError``."""
+    _load()
     if kind not in _REGISTRY:
         raise ValueError(f"unknown kind {kind!r}; valid kinds: {', '.join(kinds())}")
     table = _REGISTRY[kind]
@@ -255,9 +329,82 @@ def get(kind: str, name: str) -> Callable:
 
 def names(kind: str) -> list[str]:
     """Registered names of ``kind``, sorted (empty for an unknown kind)."""
+    _load()
     return sorted(_REGISTRY.get(kind, {}))
 
 
 def kinds() -> list[str]:
     """Kinds that have at least one registered function, sorted."""
+    _load()
     return sorted(k for k, table in _REGISTRY.items() if table)
+
+
+def describe(kind: str) -> list[Description]:
+    """Every live entry of ``kind`` (name, help, facts), sorted by name (empty for an unknown kind)."""
+    _load()
+    return [Description(n, e.help, dict(e.meta)) for n, e in sorted(_REGISTRY.get(kind, {}).items())]
+
+
+def declared(kind: str) -> list[Description]:
+    """The entries of ``kind`` that the :data:`REGISTRANTS` declare in their ``@register`` decorators, read
+    from their source without importing them (no torch), sorted by name; equal to :func:`describe` on a
+    registry holding only those modules' entries."""
+    return list(_declarations().get(kind, []))
+
+
+def offered(kind: str) -> list[Description]:
+    """What a command-line help may offer for ``kind`` without loading the registrants: the declared
+    entries, and on top of them every entry registered in this process so far (a scheme registered at run
+    time), sorted by name. Once the registry is loaded this is :func:`describe`."""
+    found = {d.name: d for d in declared(kind)}
+    found.update((n, Description(n, e.help, dict(e.meta))) for n, e in _REGISTRY.get(kind, {}).items())
+    return [found[n] for n in sorted(found)]
+
+
+def choices_help(entries: Iterable[Description]) -> str:
+    """``"'a': help of a; 'b': help of b"``: entries as a help text lists them."""
+    return "; ".join(f"'{d.name}': {d.help}" for d in entries)
+
+
+@functools.cache
+def _declarations() -> dict[str, list[Description]]:
+    """Kind -> the entries the registrants' decorators declare (each module's source parsed once)."""
+    found: dict[str, dict[str, Description]] = {}
+    for module in REGISTRANTS:
+        origin = importlib.util.find_spec(module).origin  # the parent package is light: nothing heavy runs
+        path = Path(origin)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and _is_register(deco.func):
+                    kind, entry = _declared_entry(deco, path)
+                    if entry.name in found.setdefault(kind, {}):
+                        raise ValueError(
+                            f"{path}, line {deco.lineno}: {kind} {entry.name!r} is declared twice"
+                        )
+                    found[kind][entry.name] = entry
+    return {kind: [table[n] for n in sorted(table)] for kind, table in found.items()}
+
+
+def _is_register(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Name) and func.id == "register") or (
+        isinstance(func, ast.Attribute) and func.attr == "register"
+    )
+
+
+def _declared_entry(call: ast.Call, path: Path) -> tuple[str, Description]:
+    """(kind, entry) of one ``@register(...)`` decorator, whose arguments must be literals."""
+    try:
+        args = [ast.literal_eval(a) for a in call.args]
+        keywords = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+    except (ValueError, TypeError, SyntaxError):
+        args, keywords = [], {}
+    if len(args) != 2 or None in keywords or not isinstance(keywords.get("help"), str):
+        raise ValueError(
+            f"{path}, line {call.lineno}: write register('kind', 'name', help='...', fact=value, ...) with "
+            "literal arguments, so that the registry can be read without importing the module"
+        )
+    help_ = keywords.pop("help")
+    return args[0], Description(args[1], help_, keywords)

@@ -1,8 +1,10 @@
 """Per-rank rewards on completion rows: eligibility, the four schemes and the ``log_decay`` modifier.
 
 All functions take an :class:`~remark.algos.encode.EncodedRows` (R rows, K slots) and return float32
-tensors; they are registered (kind ``reward`` / ``modifier``) so a config names them. Definitions
-(docs/method.md#rank-rewards), with e_k the eligibility of slot k:
+tensors; they are registered (kind ``reward`` / ``modifier``) so a config names them. A scheme declares its
+``output`` (one reward vector per list, or one per responder) and whether it ``draws``: reads the responder
+drawn for the row's group (``EncodedRows.drawn_RV``). Definitions (docs/method.md#rank-rewards), with e_k
+the eligibility of slot k:
 
 - ``responder``: r_k = e_k * 1[L_k in R_r] for the row's drawn responder r (Rank-GRPO ``exp_inf``);
 - ``union``: r_k = e_k * min(c_{L_k}, 1) (ReMaRk);
@@ -21,12 +23,14 @@ responder but not for the union).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from remark.algos.encode import EncodedRows
 from remark.algos.registry import get, register, spec
 
-__all__ = ["eligibility", "log_decay", "per_responder", "rank_rewards", "rewards_RNK"]
+__all__ = ["draw_rewards_RNK", "eligibility", "log_decay", "per_responder", "rank_rewards", "rewards_RNK"]
 
 
 def eligibility(enc: EncodedRows) -> torch.Tensor:
@@ -43,7 +47,13 @@ def eligibility(enc: EncodedRows) -> torch.Tensor:
     return (enc.item_RK >= 0) & is_first & ~enc.seen_RV.gather(1, idx)
 
 
-@register("reward", "responder", output="list")
+@register(
+    "reward",
+    "responder",
+    output="list",
+    draws=True,
+    help="Rank-GRPO (exp_inf): a slot earns 1 if the responder drawn for its group named its item",
+)
 def responder_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * 1[item in drawn responder's list] (Rank-GRPO exp_inf, one responder per row)."""
     if enc.drawn_RV is None:
@@ -55,14 +65,26 @@ def responder_reward(enc: EncodedRows) -> torch.Tensor:
     return (eligibility(enc) & hit).to(torch.float32)
 
 
-@register("reward", "union", output="list")
+@register(
+    "reward",
+    "union",
+    output="list",
+    draws=False,
+    help="ReMaRk: a slot earns 1 if any responder named its item",
+)
 def union_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * min(c_item, 1): 1 if any responder named the slot's item (ReMaRk)."""
     c = enc.counts_RV.gather(1, enc.index_RK)
     return (eligibility(enc) & (c >= 1)).to(torch.float32)
 
 
-@register("reward", "marginal", output="list")
+@register(
+    "reward",
+    "marginal",
+    output="list",
+    draws=False,
+    help="a slot earns c_i / n_x, the share of responders who named its item (responder's reward averaged over the draw)",
+)
 def marginal_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RK = e_RK * c_item / n_x: E over a uniform responder draw of the ``responder`` reward."""
     if not enc.has_responders:
@@ -72,7 +94,13 @@ def marginal_reward(enc: EncodedRows) -> torch.Tensor:
     return eligibility(enc).to(torch.float32) * (c / n)
 
 
-@register("reward", "responder_rb", output="responder")
+@register(
+    "reward",
+    "responder_rb",
+    output="responder",
+    draws=False,
+    help="Rank-GRPO's responder reward for every responder, scaled per responder and averaged (its update, Rao-Blackwellised)",
+)
 def responder_rb_reward(enc: EncodedRows) -> torch.Tensor:
     """rewards_RNK = e_RK[:, None] * 1[item in R_n] for every responder n (0 for padded n; mask
     ``enc.responder_mask_RN``). Scale per responder, then average: ``rank_advantages(..., mask_RN=)``."""
@@ -92,7 +120,7 @@ def _decay_weights(k: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return (1.0 / torch.log2(j + 1.0)).to(dtype)
 
 
-@register("modifier", "log_decay")
+@register("modifier", "log_decay", help="Rank-GRPO's DCG variant: r_k = sum_{j >= k} r_j / log2(j + 1)")
 def log_decay(rewards_K: torch.Tensor) -> torch.Tensor:
     """r'_k = sum_{j >= k} r_j d_j on the last axis (any leading shape: ``rewards_RK``, ``rewards_RNK``).
 
@@ -130,3 +158,25 @@ def rewards_RNK(enc: EncodedRows, scheme: str) -> tuple[torch.Tensor, torch.Tens
     if per_responder(scheme):
         return rewards, enc.responder_mask_RN
     return rewards[:, None, :], torch.ones(rewards.shape[0], 1, dtype=torch.bool)
+
+
+def draw_rewards_RNK(enc: EncodedRows, scheme: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A drawing per-list scheme's rewards had each responder been the drawn one: ``(rewards_RNK, mask_RN)``.
+
+    rewards_RNK[r, n] = the scheme's (R, K) rewards on ``enc`` with responder n of the row's request as the
+    drawn one (``drawn_RV = member_RNV[:, n]``), for n < N (padded responders name nothing; mask
+    ``enc.responder_mask_RN``). For ``responder`` this is ``responder_rb``'s rewards. ``remark diagnose``
+    enumerates the draw with it; a scheme that does not draw, or gives per-responder rewards, raises.
+    """
+    meta = spec("reward", scheme).meta
+    if not meta["draws"] or meta["output"] != "list":
+        raise ValueError(
+            f"{scheme!r} declares draws={meta['draws']}, output={meta['output']!r}: only a per-list scheme that "
+            "draws a responder has rewards per draw"
+        )
+    fn = get("reward", scheme)
+    per_draw = [
+        fn(dataclasses.replace(enc, drawn_RV=enc.member_RNV[:, n])) for n in range(enc.member_RNV.shape[1])
+    ]
+    rewards = torch.stack(per_draw, 1) if per_draw else torch.zeros(enc.n_rows, 0, enc.k)
+    return rewards, enc.responder_mask_RN

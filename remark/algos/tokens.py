@@ -74,7 +74,12 @@ class LineSpan(Protocol):
     end: int
 
 
-@register("segmentation", "lines", reward_slots="lines")
+@register(
+    "segmentation",
+    "lines",
+    reward_slots="lines",
+    help="remark: the parser's line spans, one rule for reward slots and token ranks; blank lines hold no rank",
+)
 def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
     """rank_RT (int64): the rank whose segment token t of row r overlaps; -1 for none, ``FILLER`` (-2) for
     a token of no rank whose characters are all whitespace (a blank line, indentation, a leading or
@@ -209,7 +214,12 @@ def _whitespace_only(
     return out
 
 
-@register("segmentation", "newlines", reward_slots="parsed")
+@register(
+    "segmentation",
+    "newlines",
+    reward_slots="parsed",
+    help="Rank-GRPO as published: a token's rank counts the newlines before it; reward slots number the lines that parse",
+)
 def newline_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
     """rank_RT (int64) by Rank-GRPO's rule: a counter of the newlines decoded so far.
 

@@ -5,6 +5,9 @@ Lists come from ``--lists FILE`` (JSON lines, one object per request: ``{"reques
 with G raw completions, parsed with ``catalog.parse.parse_list`` and grounded against the dataset's
 catalog with its grounding settings, ``meta.json["grounding"]``, unless a grounding flag overrides them)
 or from ``--policy popularity``.
+
+The reward schemes, the scalings and the pass-rate schemes the help lists come from the registry
+(``remark.algos.registry.offered``: read from the registrants' declarations, so ``--help`` loads no torch).
 """
 
 from __future__ import annotations
@@ -16,18 +19,22 @@ from typing import Any
 
 from catalog.shared.errors import InputError
 from catalog.shared.files import iter_jsonl
+from remark.algos.registry import choices_help, lists_alone, offered
 from remark.cli.args import positive_int
 from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
 
 
 def add_parser(subparsers) -> None:
+    schemes = offered("reward")
+    scales = offered("scale")
+    pass_rate = [d for d in schemes if lists_alone(d.meta)]
     p = subparsers.add_parser(
         "diagnose",
         help="responder-noise diagnostic: draw share of advantage variance, zero-signal groups, mean |A|",
         description="For G lists per request (from --lists or a built-in policy), report per reward scheme "
         "(a) the share of the advantage variance explained by the responder draw, (b) the fraction of "
         "groups whose G lists all get the same reward vector, (c) mean |A|, and (d) the share of union "
-        "items named by one responder.",
+        f"items named by one responder. Every registered reward scheme is reported: {choices_help(schemes)}.",
     )
     p.add_argument("dataset", type=Path, metavar="DIR", help="prepared dataset directory (remark prep)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -43,9 +50,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--k", type=positive_int, default=20, help="K, scored ranks (default 20)")
     p.add_argument(
         "--scale",
-        choices=["group", "batch", "none"],
+        choices=[d.name for d in scales],
         default="group",
-        help="advantage scaling (default group)",
+        help=f"advantage scaling (default group): {choices_help(scales)}",
     )
     p.add_argument("--split", default=None, help="diagnose only this split's requests (default: all)")
     p.add_argument(
@@ -60,9 +67,11 @@ def add_parser(subparsers) -> None:
     add_grounding_flags(p, from_dataset=True)
     p.add_argument(
         "--pass-rate-scheme",
-        choices=["union", "marginal"],
+        choices=[d.name for d in pass_rate],
         default="union",
-        help="reward behind the pass rates",
+        help="reward behind the pass rates (default union): a scheme that rewards each list from the list and "
+        "its request alone (one reward vector per list, no responder draw): "
+        + ", ".join(d.name for d in pass_rate),
     )
     p.add_argument(
         "--pass-rates-out", type=Path, default=None, help="write per-request pass rates (.parquet or .jsonl)"

@@ -21,9 +21,15 @@ from typing import Any
 
 from trl import GRPOConfig
 
+from remark.algos.registry import choices_help, describe, names, spec
 from remark.config.lora import validate_lora
 from remark.config.tracking import validate_tracking
 from remark.config.validate import LOSS_TYPES, validate_remark_fields, validate_remark_layout
+
+
+def _choices(lead: str, kind: str, tail: str = "") -> dict[str, str]:
+    """A field's metadata whose help lists every registered name of ``kind`` with its one-line help."""
+    return {"help": f"{lead} (registry kind '{kind}'): {choices_help(describe(kind))}.{tail}"}
 
 
 @dataclass
@@ -43,24 +49,12 @@ class RemarkGRPOConfig(GRPOConfig):
     valid_split: str = field(default="valid", metadata={"help": "Split used by validation during training."})
 
     # --- rank rewards and advantages --------------------------------------------------------------
-    reward_scheme: str = field(
-        default="union",
-        metadata={
-            "help": "Per-rank reward: 'union' (ReMaRk: hit if any responder named it), 'responder' (Rank-GRPO "
-            "exp_inf: one responder's items), 'marginal' (c/n_x), 'responder_rb' (Rank-GRPO's advantages "
-            "averaged over all responders)."
-        },
-    )
+    reward_scheme: str = field(default="union", metadata=_choices("Per-rank reward", "reward"))
     log_decay: bool = field(
         default=False,
-        metadata={"help": "Rank-GRPO's log_decay modifier: r_k = sum_{j>=k} hit_j / log2(j+1)."},
+        metadata={"help": f"Apply the 'log_decay' modifier: {spec('modifier', 'log_decay').help}."},
     )
-    advantage_scaling: str = field(
-        default="group",
-        metadata={
-            "help": "Per-rank scaling: 'group' (std over G + eps, Rank-GRPO), 'batch', 'none' (Dr. GRPO)."
-        },
-    )
+    advantage_scaling: str = field(default="group", metadata=_choices("Per-rank scaling s", "scale"))
     advantage_eps: float = field(default=1e-4, metadata={"help": "eps added to the std in 'group'/'batch'."})
     num_ranks: int = field(
         default=20, metadata={"help": "K: list length the policy is asked for and rewarded on."}
@@ -123,13 +117,7 @@ class RemarkGRPOConfig(GRPOConfig):
         metadata={"help": "End-token advantage when the list stops before K items (Rank-GRPO: -0.1)."},
     )
     segmentation: str = field(
-        default="lines",
-        metadata={
-            "help": "Which tokens belong to rank k (registry kind 'segmentation'): 'lines' (remark: the parser's line "
-            "spans, one rule for reward slots and token ranks; blank lines hold no rank) or 'newlines' (Rank-GRPO as "
-            "published: a token's rank is the number of newlines before it, a blank line is a slot, and reward slots "
-            "number only the lines that parse)."
-        },
+        default="lines", metadata=_choices("Which tokens belong to rank k", "segmentation")
     )
     end_shaping: str = field(
         default="remark",
@@ -157,11 +145,7 @@ class RemarkGRPOConfig(GRPOConfig):
         },
     )
     advantage_baseline: str = field(
-        default="mean",
-        metadata={
-            "help": "What is subtracted from rank rewards: 'mean' (group mean, GRPO), 'rloo' (mean of the other "
-            "G - 1 lists, RLOO), 'batch' (mean of the rank over the batch, REINFORCE++)."
-        },
+        default="mean", metadata=_choices("What is subtracted from rank rewards", "baseline")
     )
     gmpo_level: str | None = field(
         default=None,
@@ -171,20 +155,14 @@ class RemarkGRPOConfig(GRPOConfig):
             "exponentiated, times the advantage; TRL's own clip is off. None = TRL's objective."
         },
     )
-    loss_aggregation: str = field(
-        default="token",
-        metadata={
-            "help": "'token': TRL's aggregation for loss_type; 'prompt': average over prompt groups of each "
-            "group's token mean (ScaleRL; needs loss_type dapo or cispo)."
-        },
-    )
+    loss_aggregation: str = field(default="token", metadata=_choices("Per-row loss weights", "aggregation"))
     truncation: str = field(
         default="score",
-        metadata={
-            "help": "A list cut at max_completion_length: 'score' (as parsed) or 'interrupt' (ScaleRL's forced "
-            "interruption: ended at the cap, its cut last line earns 0). TRL's mask_truncated_completions "
-            "(DAPO's overlong filtering) drops it from the loss instead."
-        },
+        metadata=_choices(
+            "A list cut at max_completion_length",
+            "truncation",
+            " TRL's mask_truncated_completions (DAPO's overlong filtering) drops it from the loss instead.",
+        ),
     )
     refill_batch: bool = field(
         default=False,
@@ -353,7 +331,11 @@ class RemarkGRPOConfig(GRPOConfig):
     )
     scale_rewards: str | None = field(
         default=None,
-        metadata={"help": "Must equal advantage_scaling: 'group', 'batch' or 'none' (required)."},
+        metadata={
+            "help": "Must equal advantage_scaling, TRL's value of the same name: "
+            + ", ".join(repr(spec("scale", n).meta["trl"]) for n in names("scale"))
+            + " (required)."
+        },
     )
 
     def __post_init__(self) -> None:

@@ -40,8 +40,8 @@ def validate_remark_fields(cfg: Any) -> None:
     range (``remark.config.ranges``), then the rank-level fields and their combinations; raise
     ``InputError`` naming the field and saying what to change.
     """
-    import remark.algos  # noqa: F401  (registers the reward schemes)
-    from remark.algos import END_SHAPINGS, registry
+    from remark.algos import registry
+    from remark.algos.tokens import END_SHAPINGS
 
     check_field_types(cfg)
     check_ranges(cfg)

@@ -3,15 +3,18 @@
 Written straight from the formulas of docs/method.md on plain Python lists of ids, with no tensors and no shared
 code with the vectorised path (``encode``/``rewards``/``advantages``), so agreement between the two is
 evidence for both. Never use it in training: it loops over every row, slot and list.
+
+Each reward scheme has its case in :data:`SCHEMES`; the property tests run every registered scheme
+(``remark.algos.names("reward")``) against its case, and a registered scheme without one fails them.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
-__all__ = ["random_rows", "reference_advantages", "reference_rewards"]
+__all__ = ["SCHEMES", "random_rows", "reference_advantages", "reference_rewards"]
 
 
 def _eligible(slots: Sequence[Hashable | None], seen: set, k: int) -> list[bool]:
@@ -26,6 +29,43 @@ def _eligible(slots: Sequence[Hashable | None], seen: set, k: int) -> list[bool]
     return out
 
 
+def _hits(
+    slots: Sequence[Hashable | None], elig: list[bool], member: Callable[[Hashable], bool]
+) -> list[float]:
+    return [1.0 if ok and member(slots[j]) else 0.0 for j, ok in enumerate(elig)]
+
+
+def _responder(slots, elig, resp, drawn):
+    return _hits(slots, elig, lambda x: x in resp[drawn])
+
+
+def _union(slots, elig, resp, drawn):
+    return _hits(slots, elig, lambda x: any(x in s for s in resp))
+
+
+def _marginal(slots, elig, resp, drawn):
+    row = []
+    for j, ok in enumerate(elig):
+        c = sum(1 for s in resp if ok and slots[j] in s)
+        row.append(c / len(resp) if ok and resp else 0.0)
+    return row
+
+
+def _responder_rb(slots, elig, resp, drawn):
+    return [_hits(slots, elig, lambda x, s=s: x in s) for s in resp]
+
+
+#: scheme -> its loop reference on one row: ``fn(slots, eligible, responders, drawn)`` with ``eligible`` the
+#: K eligibility flags, ``responders`` the request's responders as sets of ids and ``drawn`` the index of the
+#: row's drawn responder (None when not drawn); returns the row's K rewards, or one list of K per responder.
+SCHEMES: dict[str, Callable[..., list]] = {
+    "marginal": _marginal,
+    "responder": _responder,
+    "responder_rb": _responder_rb,
+    "union": _union,
+}
+
+
 def reference_rewards(
     slot_ids: Sequence[Sequence[Hashable | None]],
     *,
@@ -36,30 +76,18 @@ def reference_rewards(
     responder_index: Sequence[int] | None = None,
     log_decay: bool = False,
 ) -> list:
-    """Per-row rewards: ``[R][K]`` floats, or ``[R][n_x][K]`` (unpadded) for ``responder_rb``."""
+    """Per-row rewards: ``[R][K]`` floats, or ``[R][n_x][K]`` (unpadded) for a per-responder scheme."""
+    if scheme not in SCHEMES:
+        raise ValueError(
+            f"no loop reference for reward scheme {scheme!r}: add its case to SCHEMES in remark/oracles/rank_loops.py"
+        )
     out = []
     for r, slots in enumerate(slot_ids):
         resp = [set(items) for items in responders[r]]
         elig = _eligible(slots, set(seen[r]) if seen is not None else set(), k)
-
-        def hits(member, slots=slots, elig=elig):
-            return [1.0 if elig[j] and member(slots[j]) else 0.0 for j in range(k)]
-
-        if scheme == "responder":
-            row = hits(lambda x, s=resp[responder_index[r]]: x in s)
-        elif scheme == "union":
-            row = hits(lambda x, resp=resp: any(x in s for s in resp))
-        elif scheme == "marginal":
-            row = []
-            for j in range(k):
-                c = sum(1 for s in resp if elig[j] and slots[j] in s)
-                row.append(c / len(resp) if elig[j] and resp else 0.0)
-        elif scheme == "responder_rb":
-            row = [hits(lambda x, s=s: x in s) for s in resp]
-        else:
-            raise ValueError(f"unknown scheme {scheme!r}")
+        row = SCHEMES[scheme](slots, elig, resp, None if responder_index is None else responder_index[r])
         if log_decay:
-            row = [_decay(v) for v in row] if scheme == "responder_rb" else _decay(row)
+            row = [_decay(v) for v in row] if row and isinstance(row[0], list) else _decay(row)
         out.append(row)
     return out
 

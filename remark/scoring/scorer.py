@@ -154,7 +154,9 @@ class RankScorer:
         seed: int = 0,
     ) -> None:
         """``grounding``: the run's settings (``run_training`` passes the dataset's, plus any override the
-        config asks for); the validation and ``remark eval`` ground with the same object."""
+        config asks for); the validation and ``remark eval`` ground with the same object. ``scheme`` is
+        looked up when a batch is assembled, never here: the pool's workers build this scorer for its row
+        stages only, so a scheme registered in the trainer's process alone works with them."""
         self.catalog, self.tokenizer = catalog, tokenizer
         self.settings: dict[str, Any] = dict(
             k=k,
@@ -171,7 +173,6 @@ class RankScorer:
         self.eos_ids = [int(i) for i in eos_token_ids]
         self.k = k
         self.scheme = scheme
-        self.per_responder = per_responder(scheme)
         entry = spec("segmentation", segmentation)
         self.token_ranks = entry.fn
         self.parsed_slots_only = entry.meta["reward_slots"] == "parsed"
@@ -274,7 +275,7 @@ class RankScorer:
             slot_ids=stages.slot_ids,
             rewards_RNK=rewards,
             mask_RN=mask_RN,
-            per_responder=self.per_responder,
+            per_responder=per_responder(self.scheme),
             rank_RT=stages.rank_RT,
             end_R=stages.end_R,
             n_lines_R=enc.n_lines_R,

@@ -16,5 +16,12 @@ def test_the_versions_are_the_installed_distributions():
 
 
 def test_a_missing_package_is_none_and_left_out_of_the_line():
-    v = {"python": "3.11.7", "remark": "0.1.0", "torch": "2.13.0", "transformers": "5.19.0", "trl": "1.16.0", "vllm": None}
+    v = {
+        "python": "3.11.7",
+        "remark": "0.1.0",
+        "torch": "2.13.0",
+        "transformers": "5.19.0",
+        "trl": "1.16.0",
+        "vllm": None,
+    }
     assert versions_line(v) == "remark 0.1.0, torch 2.13.0, transformers 5.19.0, trl 1.16.0, python 3.11.7"

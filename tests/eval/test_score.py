@@ -216,7 +216,9 @@ def test_describe_lists_counts_lines_titles_and_grounded_items():
     completions = ["Here are some:\n1. Heat (1995)\n2. zzqx", "", "I'm not sure what you mean."]
     shape = describe_lists(completions, [["i1", None], [], [None]])
     assert shape["n_lists"] == 3 and shape["lists_without_lines"] == 1  # the preamble holds no rank
-    assert shape["lines_per_list"] == pytest.approx(3 / 3) and shape["grounded_per_list"] == pytest.approx(1 / 3)
+    assert shape["lines_per_list"] == pytest.approx(3 / 3) and shape["grounded_per_list"] == pytest.approx(
+        1 / 3
+    )
     assert shape["parsed_per_list"] == pytest.approx(3 / 3)  # every line read as a title, one grounded
     assert shape["examples"] == completions
     md = lists_markdown(shape, "What the greedy lists were")

@@ -79,6 +79,49 @@ def test_bad_fields_name_the_field_and_the_fix(overrides, field, words):
     assert words in str(err.value)
 
 
+#: config field -> the registry kind whose names it takes
+KIND_FIELDS = {
+    "reward_scheme": "reward",
+    "advantage_scaling": "scale",
+    "segmentation": "segmentation",
+    "advantage_baseline": "baseline",
+    "loss_aggregation": "aggregation",
+    "truncation": "truncation",
+}
+
+
+@pytest.mark.parametrize(("name", "kind"), KIND_FIELDS.items())
+def test_a_field_help_lists_every_registered_name_of_its_kind_with_its_help(name, kind):
+    import dataclasses
+
+    from remark.algos import registry
+
+    help_ = {f.name: f.metadata["help"] for f in dataclasses.fields(RemarkGRPOConfig)}[name]
+    assert f"(registry kind '{kind}'): " in help_
+    for d in registry.describe(kind):
+        assert f"'{d.name}': {d.help}" in help_
+    for n in registry.names(kind):  # and each is a valid value
+        make(**{name: n, "scale_rewards": n} if kind == "scale" else {name: n}, loss_type="dapo")
+
+
+def test_reward_scheme_and_scale_rewards_help_texts():
+    import dataclasses
+
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(RemarkGRPOConfig)}
+    assert helps["reward_scheme"] == (
+        "Per-rank reward (registry kind 'reward'): "
+        "'marginal': a slot earns c_i / n_x, the share of responders who named its item (responder's reward "
+        "averaged over the draw); "
+        "'responder': Rank-GRPO (exp_inf): a slot earns 1 if the responder drawn for its group named its item; "
+        "'responder_rb': Rank-GRPO's responder reward for every responder, scaled per responder and averaged "
+        "(its update, Rao-Blackwellised); "
+        "'union': ReMaRk: a slot earns 1 if any responder named its item."
+    )
+    assert helps["scale_rewards"] == (
+        "Must equal advantage_scaling, TRL's value of the same name: 'batch', 'group', 'none' (required)."
+    )
+
+
 def test_batch_not_divisible_by_group_size_fails_before_any_model_loads():
     with pytest.raises((InputError, ValueError), match="divisible by num_generations"):
         make(per_device_train_batch_size=6, num_generations=4)

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from remark.algos import rank_advantages, rank_rewards, scale_advantages
+from remark.algos import names, per_responder, rank_advantages, rank_rewards, scale_advantages
 from tests.remark.algos.cases import encoded
 
 T = torch.tensor
@@ -15,7 +15,7 @@ S6 = math.sqrt(2) / 6  # unbiased std of {1/3, 2/3} or {0, 1/3}
 def adv(scheme, mode, **kw):
     enc = encoded()
     rewards = rank_rewards(enc, scheme)
-    mask = enc.responder_mask_RN if scheme == "responder_rb" else None
+    mask = enc.responder_mask_RN if per_responder(scheme) else None
     return rank_advantages(rewards, group_size=2, mode=mode, eps=EPS, mask_RN=mask, **kw)
 
 
@@ -78,19 +78,19 @@ def test_scale_advantages_hand_values_and_mean_zero():
     torch.testing.assert_close(scale_advantages(r, "none"), r - 0.5)
 
 
-@pytest.mark.parametrize("mode", ["group", "batch", "none"])
+@pytest.mark.parametrize("mode", names("scale"))
 def test_no_nan_on_degenerate_batches(mode):
     for r in [torch.zeros(3, 8, 20), torch.ones(3, 8, 20), torch.full((1, 2, 1), 0.25)]:
         out = scale_advantages(r, mode)
         assert torch.isfinite(out).all() and torch.equal(out, torch.zeros_like(r))
     # a request whose lists are all ungrounded / empty, next to one with signal
     enc = encoded()
-    for scheme in ["union", "marginal", "responder", "responder_rb"]:
+    for scheme in names("reward"):
         out = rank_advantages(
             rank_rewards(enc, scheme),
             group_size=2,
             mode=mode,
-            mask_RN=enc.responder_mask_RN if scheme == "responder_rb" else None,
+            mask_RN=enc.responder_mask_RN if per_responder(scheme) else None,
         )
         assert torch.isfinite(out).all()
         assert torch.equal(out[2:], torch.zeros(2, 4))

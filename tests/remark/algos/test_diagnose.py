@@ -2,13 +2,16 @@
 
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import polars as pl
 import pytest
 
+from remark.algos import registry
 from remark.cli.main import main
-from remark.diagnose import diagnose, popularity_lists, popularity_prior
+from remark.diagnose import diagnose, pass_rate_schemes, popularity_lists, popularity_prior
 
 EPS = 1e-4
 A = 0.5 / (math.sqrt(0.5) + EPS)  # group advantage of rewards [1, 0] (unbiased std sqrt(1/2))
@@ -49,7 +52,10 @@ def test_hand_computed_report():
     # responder_rb: x1's per-responder advantages cancel (mean 0); x2 +-A; x1's rewards still differ
     assert s["responder_rb"].mean_abs_adv == pytest.approx(A / 2, rel=1e-6)
     assert s["responder_rb"].zero_signal_frac == 0.0
-    assert s["responder"].mean_reward == s["marginal"].mean_reward
+    # the mean over the draw (responder) or the responders (responder_rb) is the marginal reward
+    assert s["responder"].mean_reward == pytest.approx(s["marginal"].mean_reward, rel=1e-12)
+    assert s["responder_rb"].mean_reward == pytest.approx(s["marginal"].mean_reward, rel=1e-12)
+    assert set(s) == set(registry.names("reward"))
     # (d): a, b in x1 have c = 1; a in x2 has c = 2
     assert res.single_vote_share == pytest.approx(2 / 3)
     assert res.pass_rates.to_dicts() == [
@@ -69,6 +75,38 @@ def test_none_scale_and_errors():
         diagnose(_requests(), {"x1": lists[0]}, group_size=2, k=1)
     with pytest.raises(ValueError, match="group_size must be >= 2"):
         diagnose(_requests(), lists, group_size=1, k=1)
+    with pytest.raises(
+        ValueError, match=r"one of \['marginal', 'union'\] \(per-list schemes with no responder"
+    ):
+        diagnose(_requests(), lists, group_size=2, k=1, pass_rate_scheme="responder")
+
+
+def test_marginal_pass_rates():
+    lists = {"x1": [["a"], ["b"]], "x2": [["a"], ["c"]]}
+    res = diagnose(_requests(), lists, group_size=2, k=1, pass_rate_scheme="marginal")
+    assert res.pass_rates["pass_rate"].to_list() == [0.5, 0.5]  # x1: 1/2 and 1/2; x2: 1 and 0
+
+
+def test_pass_rate_schemes_are_the_per_list_schemes_without_a_draw():
+    assert pass_rate_schemes() == ["marginal", "union"]
+    want = [d.name for d in registry.describe("reward") if d.meta["output"] == "list" and not d.meta["draws"]]
+    assert pass_rate_schemes() == want
+
+
+def test_help_lists_every_registered_scheme_without_torch():
+    code = (
+        "import sys; from remark.cli.main import main\n"
+        "try:\n    main(['diagnose', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    text = " ".join(out.stdout.split())
+    assert text.endswith(" False")  # torch was never imported
+    for d in registry.describe("reward"):
+        assert f"'{d.name}': {d.help.split()[0]}" in text
+    assert "--pass-rate-scheme {marginal,union}" in text and "--scale {batch,group,none}" in text
 
 
 def test_popularity_prior_and_lists():
@@ -127,10 +165,10 @@ def test_cli_popularity_json_and_pass_rates(dataset, tmp_path, capsys):
     assert main([*args, "--pass-rates-out", str(pr)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["n_requests"] == 3 and set(report["schemes"]) == {
-        "responder",
-        "union",
         "marginal",
+        "responder",
         "responder_rb",
+        "union",
     }
     # unions: q1 apple banana kiwi pear, q2 red blue teal, q3 dog cat fish; c = 1: kiwi pear teal fish
     assert report["single_vote_share"] == pytest.approx(4 / 10)

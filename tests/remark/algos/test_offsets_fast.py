@@ -1,5 +1,5 @@
 """``TokenOffsetMapper`` (issue 13: Rust decode, numpy offsets, the byte-level concatenation shortcut)
-gives the texts and offsets of the pre-change loop (``remark.oracles.scorer_reference.ReferenceOffsetMapper``)."""
+gives the texts and offsets of the per-token loop (``remark.oracles.token_loops.LoopOffsetMapper``)."""
 
 from __future__ import annotations
 

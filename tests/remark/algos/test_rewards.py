@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from remark.algos import eligibility, encode_rows, log_decay, rank_rewards
+from remark.algos import draw_rewards_RNK, eligibility, encode_rows, log_decay, rank_rewards
 from tests.remark.algos.cases import COUNTS, RESPONDERS, SEEN, SLOTS, UNION, encoded
 
 T = torch.tensor
@@ -75,6 +75,18 @@ def test_responder_rb_mean_equals_marginal():
     rb = rank_rewards(enc, "responder_rb")
     mean = (rb * enc.responder_mask_RN[..., None]).sum(1) / enc.n_responders_R[:, None]
     torch.testing.assert_close(mean, rank_rewards(enc, "marginal"))
+
+
+def test_responder_rewards_under_every_draw_are_responder_rb_rewards():
+    enc = encoded()  # no drawn responder: every draw is enumerated
+    rewards, mask = draw_rewards_RNK(enc, "responder")
+    assert torch.equal(rewards, rank_rewards(enc, "responder_rb")) and torch.equal(
+        mask, enc.responder_mask_RN
+    )
+    assert rewards[0].tolist() == [[1.0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]]  # row 0 vs R1, R2, R3
+    for scheme in ("union", "responder_rb"):
+        with pytest.raises(ValueError, match="only a per-list scheme that draws a responder"):
+            draw_rewards_RNK(enc, scheme)
 
 
 def test_log_decay_hand_values():

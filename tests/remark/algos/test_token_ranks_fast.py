@@ -1,6 +1,6 @@
-"""``token_rank_index`` (issue 13's version: texts joined without padding, filler checked only on tokens
-without a rank, by ``str.isspace`` or by a cumulative count) against the pre-change code kept in
-``remark.oracles.scorer_reference``, on texts cut into arbitrary character runs (tokens)."""
+"""``token_rank_index`` (texts joined without padding, filler checked only on tokens without a rank, by
+``str.isspace`` or by a cumulative count) against the per-token loop ``remark.oracles.token_loops``, on
+texts cut into arbitrary character runs (tokens)."""
 
 from __future__ import annotations
 

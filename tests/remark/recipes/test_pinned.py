@@ -115,6 +115,13 @@ def run_case(name, dataset, model_dir, tmp_path):
     return {"batches": batches, "logs": logs}
 
 
+def test_every_registered_reward_scheme_has_a_pinned_case():
+    from remark.algos import names
+
+    pinned = {overrides.get("reward_scheme", scheme) for _, scheme, overrides, _, _ in CASES.values()}
+    assert pinned == set(names("reward"))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_advantages_equal_the_pinned_ones(name, recipe_dataset, recipe_model_dir, tmp_path):
     want = json.loads(PINNED.read_text())[name]

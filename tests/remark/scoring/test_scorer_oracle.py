@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from catalog.match import GroundingSettings
 from catalog.table import Catalog
+from remark.algos import names
 from remark.oracles.scorer import OracleScorer
 from remark.run.tiny_model import train_tokenizer
 from remark.scoring.scorer import RankScorer, ScoredRows
@@ -249,13 +250,17 @@ GROUNDINGS = [
 
 
 @pytest.mark.parametrize("which", ["bpe", "spm"])
-@pytest.mark.parametrize("scheme", ["union", "responder", "responder_rb"])
+@pytest.mark.parametrize("scheme", names("reward"))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_scorer_equals_the_oracle(catalog, which, scheme, data):
     grounding = data.draw(st.sampled_from(GROUNDINGS))
     new, ref = scorers(
-        catalog, which, scheme, grounding, data.draw(st.sampled_from(["lines", "lines", "newlines"]))
+        catalog,
+        which,
+        scheme,
+        grounding,
+        data.draw(st.sampled_from(["lines", *names("segmentation")])),  # the default twice
     )
     tok = new.offsets.tokenizer
     rows = encode(tok, data.draw(batch(len(tok) + 2, tok.eos_token_id)))  # ids past the vocabulary too

@@ -12,6 +12,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from remark.algos import names
 from remark.scoring.pool import ScoringPool, ScoringWorkerError
 from remark.scoring.scorer import RankScorer
 from remark.scoring.shards import shard_bounds
@@ -26,7 +27,7 @@ def tok():
     return _bpe()
 
 
-@pytest.fixture(scope="module", params=["responder", "responder_rb"])
+@pytest.fixture(scope="module", params=names("reward"))
 def scheme(request):
     return request.param
 
@@ -77,7 +78,9 @@ def test_errors_reach_the_caller_naming_the_batch_row(pool, serial):
     with pytest.raises(ValueError, match="token ids must be >= 0"):  # raised in a worker
         pool.score([[1, -5], [2]], columns(2), group_size=G, step=0)
     cols = columns(4)
-    cols["union"][3] = cols["union"][3] * 2  # a repeated id: encode_rows, run here on the whole batch, refuses it
+    cols["union"][3] = (
+        cols["union"][3] * 2
+    )  # a repeated id: encode_rows, run here on the whole batch, refuses it
     with pytest.raises(ValueError, match=r"^row 3: union has repeated ids"):
         pool.score([[1], [2], [3], [4]], cols, group_size=G, step=0)
     rows = [[1, 2], [3]]

@@ -18,12 +18,12 @@ import pytest
 import torch
 
 from catalog.parse import ParsedLine
-from remark.algos import encode_rows, rewards_RNK
+from remark.algos import encode_rows, names, per_responder, rewards_RNK
 from remark.oracles.rank_loops import random_rows, reference_advantages, reference_rewards
 from remark.scoring.scorer import ScoredRows
 from remark.step.rank_step import LocalGather, RankSettings, Round, modified_rewards, rank_step
 
-SCHEMES = ["union", "responder", "marginal", "responder_rb"]
+SCHEMES = names("reward")
 
 
 def test_the_rank_step_imports_no_trl():
@@ -56,7 +56,7 @@ def scored_round(rows: dict, scheme: str, *, k: int, eos: bool = True, ends_newl
         slot_ids=[list(s) for s in rows["slot_ids"]],
         rewards_RNK=rewards,
         mask_RN=mask,
-        per_responder=scheme == "responder_rb",
+        per_responder=per_responder(scheme),
         rank_RT=rank_RT,
         end_R=torch.tensor([2 * n if eos else -1 for n in n_R]),
         n_lines_R=torch.tensor(n_R),
@@ -95,7 +95,7 @@ def expected_token_advantages(
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("mode", ["group", "batch", "none"])
+@pytest.mark.parametrize("mode", names("scale"))
 @pytest.mark.parametrize("log_decay", [False, True])
 def test_token_advantages_equal_the_loop_reference(seed, scheme, mode, log_decay):
     k, g = 5, 4
