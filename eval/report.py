@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from catalog.shared.outputs import atomic_write
+from catalog.shared.versions import versions_line
 from eval.steps import Curve
 from eval.views import ALL_VIEWS
 
@@ -94,6 +95,8 @@ def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str
     warnings = result.get("warnings")
     if warnings:
         lines += ["", "Warnings: " + "; ".join(f"{k}: {v}" for k, v in warnings.items())]
+    if result.get("versions"):
+        lines += ["", "Versions: " + versions_line(result["versions"])]
     return "\n".join(lines) + "\n"
 
 

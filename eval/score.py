@@ -46,6 +46,7 @@ from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_line
 from catalog.shared.errors import InputError
 from catalog.shared.files import iter_jsonl
+from catalog.shared.versions import package_versions
 from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.metrics import DEFAULT_KS, METRICS
@@ -238,6 +239,7 @@ def summarize(
         k.split("/")[1] + "_mean": round(float(v), 4) for k, v in lists.row(0, named=True).items()
     }
     out["warnings"] = dict(warnings or {})
+    out["versions"] = package_versions()
     return out
 
 

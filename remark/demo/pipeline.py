@@ -29,6 +29,7 @@ import numpy as np
 
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import OUTPUT_MARKER, atomic_dir, atomic_write
+from catalog.shared.versions import package_versions
 from remark.demo.evaluation import across_seeds, eval_jobs, per_seed_pairs, test_models, validation_results
 from remark.demo.jobs import Job, run_jobs
 from remark.demo.plots import plot_validation
@@ -217,6 +218,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
         "across_seeds": seeds,
         "reference_levels": levels,
         "validation": validation,
+        "versions": package_versions(),
         "files": {"report": "report.md", "plots": plots, "summary": "summary.json"},
         "machine": {
             "cpus": os.cpu_count(),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from catalog.shared.versions import versions_line
 from remark.demo.settings import METHODS
 
 LABELS = {"sft": "SFT start", **{m: METHODS[m][0] for m in METHODS}}
@@ -179,6 +180,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
         "## What ran",
         "",
         f"- Data: {summary['data']['description']}; {summary['data']['stats_line']}.",
+        *([f"- Versions: {versions_line(summary['versions'])}."] if summary.get("versions") else []),
         f"- Model: Qwen2 with {summary['model']['parameters']:,} parameters (hidden {s['hidden_size']}, "
         f"{s['num_hidden_layers']} layers, FFN {s['intermediate_size']}, tied embeddings), byte-level BPE "
         f"tokenizer ({summary['model']['vocab']} tokens), both built locally.",

@@ -38,6 +38,7 @@ from typing import Any
 
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, atomic_write
+from catalog.shared.versions import package_versions
 from remark.config import RemarkGRPOConfig
 from remark.run.build_tiny import build_tiny_assets
 from remark.run.cards import set_card_total, write_folder_card
@@ -220,6 +221,7 @@ def _run_training(
         "train_runtime_s": next(
             (h["train_runtime"] for h in trainer.state.log_history if "train_runtime" in h), None
         ),
+        "versions": package_versions(),
     }
     if best_record is not None:
         summary["best"] = {"path": str(out / "best"), **best_record}
