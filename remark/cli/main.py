@@ -52,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "curve": "remark.cli.curve",
     "plan-group-size": "remark.cli.plan",
     "demo": "remark.cli.demo",
+    "versions": "remark.cli.versions",
 }
 
 #: exit statuses (see the module docstring)
