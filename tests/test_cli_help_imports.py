@@ -25,6 +25,9 @@ HELPS = [
     ["diagnose"],
     ["curve", "fit"],
     ["demo"],
+    ["model", "fetch"],
+    ["model", "import-gguf"],
+    ["versions"],
 ]
 
 
