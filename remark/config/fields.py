@@ -127,8 +127,9 @@ class RemarkGRPOConfig(GRPOConfig):
         metadata={
             "help": "Which tokens belong to rank k (registry kind 'segmentation'): 'lines' (remark: the parser's line "
             "spans, one rule for reward slots and token ranks; blank lines hold no rank) or 'newlines' (Rank-GRPO as "
-            "published: a token's rank is the number of newlines before it, a blank line is a slot, and reward slots "
-            "number only the lines that parse)."
+            "published: a token's rank is the number of newlines before it, a blank line is a slot, and the reward "
+            "slots and hits are Rank-GRPO's: the lines its parser keeps, renumbered, matched verbatim with year "
+            "+-year_tolerance; reward_scheme 'responder' only)."
         },
     )
     end_shaping: str = field(
