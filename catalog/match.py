@@ -26,16 +26,18 @@ Modes (``match_mode``):
      "s"/"e" (the plural guard, ``catalog.index.plural_key``: "Aliens" never becomes "Alien"). Batched: the queries that reach
      this rule are grouped by year and scored with one ``rapidfuzz.process.cdist`` per group.
 - ``normalized``: rule 1 only (no fuzzy), for audits.
-- ``exact``: Rank-GRPO's matcher (``libs/catalog.py::catalog_contains``): the (title, year) pair must be
-  in the catalog verbatim: same case, same year, no tolerance. The title is compared as Rank-GRPO's
-  parser leaves it (parenthesised groups deleted, quotes stripped, whitespace collapsed).
-  Departures: aliases are accepted verbatim too (Rank-GRPO's catalog has none); a year-less catalog item
-  matches its title with any year or none (Rank-GRPO has no year-less items and drops lines without a
-  year, which ground to ``none`` here). Rank-GRPO applies its +-2 year tolerance afterwards, between the
-  grounded line and the ground-truth titles (casefolded); we compare catalog ids, so two *different*
-  catalog items with the same casefolded title within 2 years count as different items (in Reddit-v2's
-  gt_catalog: 37 such pairs of 7,404 items, e.g. "Django Unchained" 2012/2013); compare
-  ``catalog.equivalence.tolerance_groups`` ids to reproduce Rank-GRPO there. ``year_tolerance`` is unused.
+- ``exact``: the (title, year) pair must be in the catalog verbatim: same case, same year, no
+  tolerance, as in Rank-GRPO's catalog test (an inline tuple test in its ``libs/metrics_align.py``). The
+  title is compared after ``catalog.index.raw_key`` (parenthesised groups deleted, quotes around it
+  stripped, whitespace collapsed), on both sides; aliases match verbatim too, and a year-less catalog
+  item matches its title with any year or none. This is close to Rank-GRPO's test but not it: Rank-GRPO
+  compares its own parser's title with the catalog's raw tuple, and applies its +-2 year tolerance
+  afterwards, between the slot and the ground-truth titles (casefolded), consuming one ground-truth entry
+  per hit; here ids are compared, so two *different* items with the same casefolded title within 2 years
+  are different items (Reddit-v2's gt_catalog has 36 such titles of 7,404 items, e.g. "Django Unchained"
+  2012/2013). The reward of ``segmentation: newlines`` reproduces Rank-GRPO exactly with its own parser,
+  verbatim index and consumption rule (``catalog.published``), whatever the mode. ``year_tolerance`` is
+  unused here.
 
 Ties (several items pass the same rule): smallest year distance (known years before unknown), then
 higher popularity, then smaller ``item_id`` (``catalog.index``). Results are cached per (title, year).
@@ -322,9 +324,7 @@ class Matcher:
         if entries:
             e = entries[0]
             what = "title" if ix.year_of(int(ix.entry_item[e])) is None else "(title, year)"
-            return self._hit(
-                e, "exact", 100.0, f"{what} {rk!r} found verbatim (Rank-GRPO's catalog_contains)"
-            )
+            return self._hit(e, "exact", 100.0, f"{what} {rk!r} found verbatim (exact mode)")
         if year is None and self.catalog.has_years:
             return _none("no year: Rank-GRPO's parser drops lines without (YYYY)")
         return _none(

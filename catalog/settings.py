@@ -56,7 +56,8 @@ class GroundingSettings:
     """How generated or mentioned titles are grounded; one name per field in the API, CLI and config.
 
     - ``match_mode``: ``exact`` (Rank-GRPO's verbatim lookup), ``normalized`` (rule 1 only) or ``fuzzy``;
-    - ``year_tolerance``: the largest |year difference| that still matches (int >= 0; unused by ``exact``);
+    - ``year_tolerance``: the largest |year difference| that still matches (int >= 0; unused by ``exact``
+      grounding; Rank-GRPO's reward slots, ``catalog.published``, use it for their year rule in any mode);
     - ``match_threshold``: the fuzzy rule's minimum score in [0, 100];
     - ``match_scorer``: the rapidfuzz scorer of the fuzzy rule (a key of ``SCORERS``).
 

@@ -10,6 +10,10 @@ n_x^2 per request: fine for Reddit (n_x ~5), ~150 MiB in memory for ProtoQA scra
 
 Decisions (where Rank-GRPO's data has no equivalent, or where we depart from it):
 
+- **A seen title without a year, in ``exact`` mode, names every catalog item with that title verbatim**
+  (``catalog.published.items_titled``): Rank-GRPO skips a listed title that equals a seen title,
+  whatever its year, and ``exact`` grounds no year-less title on a catalog with years. Other modes
+  ground a seen title like any mention (one item).
 - **Seen items are never in the union, the counts or a responder's list.** Design.md never rewards a
   seen item (eligibility e_k = 0), so keeping one would only put an unreachable item in recall's
   denominator. Such mentions are counted in ``notes.mentions_of_seen_items``.
@@ -86,7 +90,10 @@ def assign_splits(requests: pl.DataFrame, spec: SplitSpec = SplitSpec()) -> pl.D
 
 
 def _ground_seen(frame: pl.DataFrame, matcher: Any) -> pl.LazyFrame:
-    """(request_id, item_id) of grounded seen titles, in first-mention order; ungrounded ones dropped."""
+    """(request_id, item_id) of grounded seen titles, in first-mention order; ungrounded ones dropped.
+
+    In ``exact`` mode a seen title without a year grounds to every item titled so verbatim (catalog
+    order), as Rank-GRPO's seen test reads it; a title with a year, or in another mode, to one item."""
     raw = (
         frame.lazy()
         .select("request_id", "seen")
@@ -103,6 +110,18 @@ def _ground_seen(frame: pl.DataFrame, matcher: Any) -> pl.LazyFrame:
         schema={"seen": pl.String, "title": pl.String, "year": pl.Int32},
     )
     ground = matcher.ground_frame(keys, title="title", year="year").select("seen", "item_id")
+    if matcher.settings.match_mode == "exact":
+        from catalog.published import items_titled
+
+        bare = [s for s, (_, y) in zip(uniq, split, strict=True) if y is None]
+        named = items_titled(matcher.catalog, bare)
+        ground = pl.DataFrame(
+            {
+                "seen": [s for s in bare for _ in named.get(s, ())],
+                "item_id": [i for s in bare for i in named.get(s, ())],
+            },
+            schema={"seen": pl.String, "item_id": pl.String},
+        ).vstack(ground.filter(~pl.col("seen").is_in(list(named))))
     return (
         raw.join(ground.lazy(), on="seen", how="inner", maintain_order="left")
         .drop_nulls("item_id")

@@ -377,6 +377,8 @@ CONFIG_CASES = [
     C("set-list-for-number", f"{TRAIN} learning_rate=[1]", "--set, field 'learning_rate'", "[1] is not a number"),
     C("set-match-threshold", f"{TRAIN} match_threshold=500", "--set, field 'match_threshold'", "[0, 100]"),
     C("set-match-mode-typo", f"{TRAIN} match_mode=fuzy", "--set, field 'match_mode'", "did you mean 'fuzzy'?"),
+    C("set-published-slots-union", f"{TRAIN} segmentation=newlines", "field 'reward_scheme'",
+      "reward_scheme 'union' is not defined on segmentation 'newlines'", "reward_scheme: responder"),
     C("set-no-equals", f"{TRAIN} max_steps", "field '--set'", "cannot read override 'max_steps'"),
     C("set-unknown-field", f"{TRAIN} learning_rte=1", "--set, field 'learning_rte'", "unknown config field"),
     C("set-model-missing", f"{TRAIN} model_name_or_path={{t}}/absent", "--set, field 'model_name_or_path'",

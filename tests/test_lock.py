@@ -19,7 +19,9 @@ LOCK = REPO / "requirements" / "lock.txt"
 
 @pytest.mark.skipif(os.environ.get("REMARK_UNLOCKED") == "1", reason="make test-latest: the newest releases")
 def test_this_environment_holds_the_locked_versions():
-    assert lock_differences(read_lock(LOCK)) == [], "reinstall with: pip install -c requirements/lock.txt -e .[test]"
+    assert lock_differences(read_lock(LOCK)) == [], (
+        "reinstall with: pip install -c requirements/lock.txt -e .[test]"
+    )
 
 
 def test_the_lock_pins_the_libraries_that_set_the_numbers():

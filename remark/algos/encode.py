@@ -15,9 +15,11 @@ run, and those new to the request are numbered in order of first appearance with
 ``np.unique`` over (row, id) pairs. The codes and tables are those of building every row on its own
 (tests/remark/algos/test_encode_requests.py).
 
-Departure from Rank-GRPO: it matched titles per row against the responder's ground truth with a
-decrementing count; here grounding happens first (catalog ids, docs/method.md#parsing-and-grounding) and
-a repeat of an earlier slot's id is never eligible, which is the same rule stated on ids.
+Departure from Rank-GRPO: it matches titles per row against the responder's ground truth with a
+decrementing count per (casefolded title, year +-2); here grounding happens first (catalog ids,
+docs/method.md#parsing-and-grounding) and a repeat of an earlier slot's id is never eligible. Under
+Rank-GRPO's reward slots the scorer encodes the ids its consumption rule credits instead
+(``catalog.published.published_credit``, distinct ids), which gives its hits exactly.
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ training step fails at import instead. Every entry carries a one-line ``help`` (
 is), from which config help texts and command-line choices are built. A kind may also declare facts its
 entries must state (``meta``): a reward scheme says whether it returns one reward vector per list or one
 per responder (``output``) and whether it reads the responder drawn for the group (``draws``), a scaling
-says which of TRL's ``scale_rewards`` values it equals (``trl``). Code that needs such a fact reads it from
-the registry (:func:`spec`), never from a scheme's name or a tensor's shape.
+says which of TRL's ``scale_rewards`` values it equals (``trl``), a segmentation says which lines are
+reward slots (``reward_slots``: ``lines``, remark's parsed lines, or ``rank_grpo``, Rank-GRPO's published
+parser and hit rule, ``catalog.published``). Code that needs such a fact reads it from the registry
+(:func:`spec`), never from a scheme's name or a tensor's shape.
 
 >>> from remark.algos.registry import register, get
 >>> @register("scale", "unit_demo", help="1 everywhere (a demo)")
@@ -118,7 +120,12 @@ class TruncationFn(Protocol):
 
 
 class SegmentationFn(Protocol):
-    """``fn(lines, offsets, *, k) -> rank_RT``: the rank of every completion token (``remark.algos.tokens``)."""
+    """``fn(lines, offsets, *, k) -> rank_RT``: the rank of every completion token (``remark.algos.tokens``).
+
+    Its ``reward_slots`` meta says how ``remark.scoring.scorer.RankScorer`` finds the reward slots that
+    go with these token ranks: ``lines`` (every line of remark's parser, grounded with the run's
+    ``GroundingSettings``; every reward scheme) or ``rank_grpo`` (the lines Rank-GRPO's parser keeps,
+    matched by its verbatim test and +-year rule, ``catalog.published``; the ``responder`` scheme only)."""
 
     def __call__(self, lines: Sequence[Sequence[Any]], offsets: Any, *, k: int) -> torch.Tensor: ...
 
@@ -208,7 +215,7 @@ define_kind("objective", ObjectiveFn)
 define_kind("aggregation", AggregationFn)
 define_kind("truncation", TruncationFn)
 define_kind(
-    "segmentation", SegmentationFn, meta={"reward_slots": ("lines", "parsed")}, required=["reward_slots"]
+    "segmentation", SegmentationFn, meta={"reward_slots": ("lines", "rank_grpo")}, required=["reward_slots"]
 )
 
 

@@ -15,10 +15,13 @@ the eligibility of slot k:
   Rao-Blackwellisation of Rank-GRPO's *update*, not of its reward);
 - ``log_decay`` (modifier): r_k = sum_{j >= k} hit_j d_j, d_j = 1 / log2(j + 1) (j 1-based, so d_1 = 1).
 
-Departures from Rank-GRPO: a slot with an unparsable line is still a slot (Rank-GRPO dropped such
-lines before numbering ranks, shifting every later rank); a title repeated in the list is rewarded at
-its first position only (Rank-GRPO decremented a per-title count, which has the same effect for one
-responder but not for the union).
+Departures from Rank-GRPO, under remark's reward slots (``segmentation: lines``): a slot with an
+unparsable line is still a slot (Rank-GRPO drops such lines before numbering ranks, shifting every later
+rank); an id repeated in the list is rewarded at its first position only (Rank-GRPO consumes one of the
+responder's items per hit, under a casefolded title and year +-2, so a repeat can hit again while items
+are left). Under Rank-GRPO's reward slots (``reward_slots="rank_grpo"``) the scorer hands each slot the id
+of the responder item it consumed (``catalog.published.published_credit``), so ``responder`` here is
+Rank-GRPO's hit vector exactly.
 """
 
 from __future__ import annotations

@@ -217,8 +217,8 @@ def _whitespace_only(
 @register(
     "segmentation",
     "newlines",
-    reward_slots="parsed",
-    help="Rank-GRPO as published: a token's rank counts the newlines before it; reward slots number the lines that parse",
+    reward_slots="rank_grpo",
+    help="Rank-GRPO as published: a token's rank counts the newlines before it; its parser's slots and hits (scheme responder only)",
 )
 def newline_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
     """rank_RT (int64) by Rank-GRPO's rule: a counter of the newlines decoded so far.
@@ -231,6 +231,10 @@ def newline_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffset
     and counts its newlines; a token's piece here is its span of the decoded text, which holds the same
     newlines (a newline is one whole character, never split across byte tokens). ``k`` is not used: ranks
     past K are kept as they are (overflow), as ``token_rank_index`` does.
+
+    Its reward slots (``reward_slots="rank_grpo"``) are Rank-GRPO's too: the lines its parser keeps,
+    renumbered (``catalog.published``). Token rank n is raw line n, reward rank n the n-th kept line, and
+    the tokens of raw line n get A_n, as in Rank-GRPO's trainer.
     """
     n_rows = offsets.start_RT.shape[0]
     if len(lines) != n_rows:

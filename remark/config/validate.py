@@ -48,6 +48,15 @@ def validate_remark_fields(cfg: Any) -> None:
     _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))
     _choice("advantage_scaling", cfg.advantage_scaling, registry.names("scale"))
     _choice("segmentation", cfg.segmentation, registry.names("segmentation"))
+    slots = registry.spec("segmentation", cfg.segmentation).meta["reward_slots"]
+    if slots == "rank_grpo" and cfg.reward_scheme != "responder":
+        from remark.scoring.scorer import PUBLISHED_SCHEME_HINT, published_scheme_error
+
+        raise InputError(
+            published_scheme_error(cfg.reward_scheme, cfg.segmentation),
+            field="reward_scheme",
+            hint=PUBLISHED_SCHEME_HINT,
+        )
     _choice("end_shaping", cfg.end_shaping, END_SHAPINGS)
     _choice("sampling", cfg.sampling, SAMPLING_MODES)
     if cfg.match_mode is not None:

@@ -5,8 +5,11 @@ Every stage is the plain, explained path of the library or a loop of the oracles
 (``catalog.parse.parse_list``), the explaining matcher (``Matcher.ground_many``, with its own caches),
 the responder drawn by ``blake2b("seed:step:request_id") mod n_x`` in a loop, the rewards of
 ``remark.oracles.rank_loops.reference_rewards``, and the token ranks and end tokens of
-``remark.oracles.token_loops``. It is a ``remark.scoring.scorer.Scorer`` like the serial scorer and the
-pool, so the same test drives all three.
+``remark.oracles.token_loops``. Under Rank-GRPO's reward slots (``segmentation: newlines``) the slots,
+their catalog ids and the hits come from ``catalog.oracles.published`` instead: a character loop parser,
+a scan of the catalog rows and a count of the responder's (folded title, year) pairs, so the rewards
+are Rank-GRPO's hit vector computed without ids. It is a ``remark.scoring.scorer.Scorer`` like the
+serial scorer and the pool, so the same test drives all three.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ from typing import Any
 import torch
 
 from catalog.match import GroundingSettings, Matcher
+from catalog.oracles.published import loop_hits, loop_slots, loop_verbatim_id
 from catalog.parse import parse_list
 from catalog.table import Catalog
 from remark.algos import per_responder, spec
 from remark.oracles.rank_loops import reference_rewards
 from remark.oracles.token_loops import LoopOffsetMapper, loop_end_index, loop_newline_ranks, loop_token_ranks
-from remark.scoring.scorer import Done, ScoredRows
+from remark.scoring.scorer import PUBLISHED_SCHEME_HINT, Done, ScoredRows, published_scheme_error
 
 __all__ = ["OracleScorer"]
 
@@ -54,7 +58,14 @@ class OracleScorer:
         self.eos_ids = [int(i) for i in eos_token_ids]
         self.k, self.scheme, self.seed = k, scheme, seed
         self.token_ranks = _TOKEN_RANKS[segmentation]
-        self.parsed_slots_only = spec("segmentation", segmentation).meta["reward_slots"] == "parsed"
+        self.published = spec("segmentation", segmentation).meta["reward_slots"] == "rank_grpo"
+        if self.published and scheme != "responder":
+            raise ValueError(f"{published_scheme_error(scheme, segmentation)}: {PUBLISHED_SCHEME_HINT}")
+        self.year_tolerance = self.matcher.settings.year_tolerance
+        rows = catalog.df.select("item_id", "title", "year", "popularity").rows()
+        # catalog rows, the more popular first, then the smaller id (unknown popularity last)
+        rows.sort(key=lambda row: (row[3] is None, -(row[3] or 0.0), row[0]))
+        self.catalog_rows = [(i, t, y) for i, t, y, _ in rows]
 
     def submit(
         self,
@@ -72,6 +83,22 @@ class OracleScorer:
         digest = hashlib.blake2b(f"{self.seed}:{step}:{request_id}".encode(), digest_size=8).digest()
         return int.from_bytes(digest, "little") % n
 
+    def published_rewards(
+        self, texts: list[str], responders: list, index: list[int], seen: Sequence[Sequence[str]]
+    ) -> tuple[list[list[str | None]], list[list[float]]]:
+        """Rank-GRPO's slots (their verbatim ids) and hit vectors, by ``catalog.oracles.published``'s loops."""
+        pairs = {(t, y) for _, t, y in self.catalog_rows if y is not None}
+        info = {i: (t, y) for i, t, y in self.catalog_rows}
+        slot_ids, got = [], []
+        for r, text in enumerate(texts):
+            slots = loop_slots(text)
+            slot_ids.append([loop_verbatim_id(self.catalog_rows, t, y) for t, y in slots])
+            truth = [info[i] for i in responders[r][index[r]]]
+            seen_titles = {info[i][0] for i in seen[r] if i in info}
+            hits = loop_hits(slots, pairs, truth, seen_titles, k=self.k, year_tolerance=self.year_tolerance)
+            got.append([float(h) for h in hits])
+        return slot_ids, got
+
     def score(
         self,
         completion_ids: Sequence[Sequence[int]],
@@ -83,13 +110,6 @@ class OracleScorer:
         rows = [[int(i) for i in row] for row in completion_ids]
         offsets = self.offsets(rows)
         lines = [parse_list(text) for text in offsets.texts]
-        slot_ids = []
-        for row in lines:
-            matches = self.matcher.ground_many([ln.title for ln in row], [ln.year for ln in row])
-            ids = [m.item_id if ln.title is not None else None for ln, m in zip(row, matches, strict=True)]
-            if self.parsed_slots_only:  # Rank-GRPO numbers only the lines that parse
-                ids = [i for ln, i in zip(row, ids, strict=True) if ln.title is not None]
-            slot_ids.append(ids)
         responders = [list(r) for r in columns["responders"]]
         index = [
             self.responder_index(str(rid), len(resp), int(own), step)
@@ -97,14 +117,23 @@ class OracleScorer:
                 columns["request_id"], responders, columns["responder_index"], strict=True
             )
         ]
-        got = reference_rewards(
-            slot_ids,
-            k=self.k,
-            scheme=self.scheme,
-            responders=responders,
-            seen=columns["seen"],
-            responder_index=index,
-        )
+        if self.published:
+            slot_ids, got = self.published_rewards(offsets.texts, responders, index, columns["seen"])
+        else:
+            slot_ids = []
+            for row in lines:
+                matches = self.matcher.ground_many([ln.title for ln in row], [ln.year for ln in row])
+                slot_ids.append(
+                    [m.item_id if ln.title is not None else None for ln, m in zip(row, matches, strict=True)]
+                )
+            got = reference_rewards(
+                slot_ids,
+                k=self.k,
+                scheme=self.scheme,
+                responders=responders,
+                seen=columns["seen"],
+                responder_index=index,
+            )
         n = len(rows)
         if per_responder(self.scheme):
             width = max((len(r) for r in got), default=0)

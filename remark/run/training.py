@@ -139,7 +139,7 @@ def _run_training(
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
     policy, peft_config, tokenizer = policy_model(cfg)
     extra, callbacks = list(callbacks), []
-    notes = grounding.notes()
+    notes = grounding.notes() + published_notes(cfg.segmentation, grounding.used)
     if cfg.validation_steps:
         per_step = cfg.per_device_train_batch_size * cfg.world_size * cfg.gradient_accumulation_steps
         valid_ds = load_dataset(cfg.validation_data_dir) if cfg.validation_data_dir else ds
@@ -260,3 +260,24 @@ def _save_final(trainer: Any, tokenizer: Any, dest: Path, *, card: Any = None) -
             if card is not None:
                 card(Path(target[0]))
         acc.wait_for_everyone()
+
+
+def published_notes(segmentation: str, used: Any) -> list[str]:
+    """What grounding means for the reward under Rank-GRPO's published reward slots (``reward_slots:
+    rank_grpo``): the slots are matched by Rank-GRPO's verbatim test whatever ``match_mode`` says."""
+    from remark.algos import spec
+
+    if spec("segmentation", segmentation).meta["reward_slots"] != "rank_grpo":
+        return []
+    out = [
+        f"note: segmentation {segmentation!r} matches reward slots as Rank-GRPO does (its parser, the catalog's "
+        f"(title, year) verbatim, year +-{used.year_tolerance}), whatever match_mode; match_mode "
+        f"({used.match_mode!r}) is how the dataset's responders and seen items were grounded and how the "
+        "validation grounds its lists"
+    ]
+    if used.match_mode != "exact":
+        out.append(
+            "note: Rank-GRPO's ground truth is its dataset's (title, year) pairs as written: prepare the data with "
+            "--match-mode exact to score against those (README, Rank-GRPO as published)"
+        )
+    return out

@@ -15,6 +15,15 @@ dataset columns a scorer reads are :data:`SCORED_COLUMNS`, in one place. ``remar
 ``RankReward`` is the reward function TRL calls; it holds one scorer and keeps the scored rows for the
 rank step.
 
+Reward slots follow the segmentation's ``reward_slots`` (``remark.algos.registry``): ``lines`` grounds
+every line of remark's parser with the run's ``GroundingSettings`` (``catalog.match``); ``rank_grpo``
+(``segmentation: newlines``, the ``rank_grpo_published`` recipe) takes the lines Rank-GRPO's parser keeps,
+their verbatim catalog ids and Rank-GRPO's consumption rule with year +- ``year_tolerance``
+(``catalog.published``): the row stages find the slots' ids, and the assembly credits each slot with the
+responder item it consumes before encoding, so that the ``responder`` reward is Rank-GRPO's hit vector.
+Only the ``responder`` scheme is defined on those slots (the constructor refuses the others, as does
+``remark.config.validate``).
+
 The responder a ``responder``-scheme row is scored against: the row's own responder for per-responder
 rows (Rank-GRPO's dataset), else one drawn per (seed, step, request) by a hash, so that every process
 and a resumed run draw the same responder for a group, whatever the row order (docs/experiments.md,
@@ -33,6 +42,7 @@ import torch
 
 from catalog.lists import ParsedLists, parse_lists
 from catalog.match import GroundingSettings, Matcher
+from catalog.published import VerbatimIndex, published_credit, published_slots_many
 from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, encode_rows, per_responder, rewards_RNK, spec
 from remark.algos.offsets import FlatRows
@@ -175,7 +185,14 @@ class RankScorer:
         self.scheme = scheme
         entry = spec("segmentation", segmentation)
         self.token_ranks = entry.fn
-        self.parsed_slots_only = entry.meta["reward_slots"] == "parsed"
+        self.reward_slots = entry.meta["reward_slots"]
+        #: Rank-GRPO's verbatim (title, year) index, for ``reward_slots == "rank_grpo"`` (else None)
+        self.verbatim: VerbatimIndex | None = None
+        if self.reward_slots == "rank_grpo":
+            if scheme != "responder":
+                raise ValueError(f"{published_scheme_error(scheme, segmentation)}: {PUBLISHED_SCHEME_HINT}")
+            self.verbatim = VerbatimIndex(catalog)
+        self.year_tolerance = self.matcher.settings.year_tolerance
         self.seed = seed
         self.last_timings: dict[str, float] = {}  # seconds per stage of the last score()
 
@@ -226,17 +243,14 @@ class RankScorer:
             ]
         offsets = self.offsets(rows)
         clock.lap("decode_offsets")
-        lines = parse_lists(offsets.texts)
-        clock.lap("parse")
-        ids = self.matcher.ground_titles(lines.titles, lines.years)
-        if self.parsed_slots_only:  # Rank-GRPO numbers only the lines that parse
-            parsed = [t is not None for t in lines.titles]
-            slot_ids = [
-                [i for i, ok in zip(row, ok_row, strict=True) if ok]
-                for row, ok_row in zip(lines.split(ids), lines.split(parsed), strict=True)
-            ]
+        lines = parse_lists(offsets.texts)  # the lines of the logs and statistics under either rule
+        if self.verbatim is not None:  # Rank-GRPO's parser: the lines it keeps, renumbered
+            slots = published_slots_many(offsets.texts)
+            clock.lap("parse")
+            slot_ids = self.verbatim.ids(slots)
         else:
-            slot_ids = lines.split(ids)
+            clock.lap("parse")
+            slot_ids = lines.split(self.matcher.ground_titles(lines.titles, lines.years))
         clock.lap("ground")
         rank_RT = self.token_ranks(lines, offsets, k=self.k)
         end_R = first_end_index(offsets.ids_flat, offsets.lengths, self.eos_ids)
@@ -254,8 +268,18 @@ class RankScorer:
             columns["request_id"], [len(r) for r in responders], seed=self.seed, step=step
         )
         responder_index = [o if o >= 0 else d for o, d in zip(own, drawn, strict=True)]
+        reward_ids = stages.slot_ids
+        if self.verbatim is not None:  # each slot -> the responder item it consumes (Rank-GRPO's hits)
+            reward_ids = published_credit(
+                stages.slot_ids,
+                scored_items(responders, responder_index),
+                columns["seen"],
+                index=self.verbatim,
+                k=self.k,
+                year_tolerance=self.year_tolerance,
+            )
         enc = encode_rows(
-            stages.slot_ids,
+            reward_ids,
             k=self.k,
             union=columns["union"],
             counts=columns["counts"],
@@ -281,6 +305,31 @@ class RankScorer:
             n_lines_R=enc.n_lines_R,
             n_fallback=stages.n_fallback,
         )
+
+
+#: what to do about :func:`published_scheme_error`
+PUBLISHED_SCHEME_HINT = (
+    "set reward_scheme: responder (and sampling: per_responder, Rank-GRPO's rows), or segmentation: lines "
+    "(remark's reward slots, where every scheme is defined)"
+)
+
+
+def published_scheme_error(scheme: str, segmentation: str) -> str:
+    """Why ``scheme`` cannot score the reward slots of ``segmentation`` (``reward_slots == "rank_grpo"``)."""
+    return (
+        f"reward_scheme {scheme!r} is not defined on segmentation {segmentation!r} (its reward slots are "
+        "Rank-GRPO's published parser and hit rule, which define one responder's hits only)"
+    )
+
+
+def scored_items(responders: Sequence[Sequence[Sequence[Any]]], responder_index: Sequence[int]) -> list:
+    """Per row, the item ids of the responder it is scored against (``responders[r][responder_index[r]]``)."""
+    out = []
+    for r, (resp, i) in enumerate(zip(responders, responder_index, strict=True)):
+        if not 0 <= i < len(resp):
+            raise ValueError(f"row {r}: responder_index {i} is out of range for {len(resp)} responders")
+        out.append(resp[i])
+    return out
 
 
 @dataclass

@@ -135,7 +135,7 @@ def test_year_less_catalog_with_aliases() -> None:
     assert Matcher(answers, GroundingSettings(match_mode="exact")).ground("doggo").item_id == "dog"
 
 
-def test_exact_mode_is_rank_grpo_catalog_contains(movies: Catalog) -> None:
+def test_exact_mode_looks_up_title_and_year_verbatim(movies: Catalog) -> None:
     ex = Matcher(movies, GroundingSettings(match_mode="exact"))
     assert ex.ground("The Matrix", 1999).item_id == "The Matrix (1999)"
     assert ex.ground("the matrix", 1999).item_id is None  # case matters

@@ -88,6 +88,36 @@ def test_exact_mode_does_not_fold_titles(threads, catalog):
     assert q1["ungrounded"] == ["Matrix, The (1999)", "moon (2009)", "Unknown Film (2001)"]
 
 
+def test_exact_mode_seen_titles_without_a_year_name_every_item_so_titled(tmp_path):
+    """Rank-GRPO skips a listed title equal to a seen title whatever its year: in exact mode a bare seen
+    title names every catalog item with that title verbatim (not a case variant), and they leave the union."""
+    import polars as pl
+
+    from catalog.match import GroundingSettings, Matcher
+    from catalog.table import Catalog
+
+    catalog = Catalog.from_frame(
+        pl.DataFrame(
+            {
+                "item_id": ["t96", "t97", "T97", "m", "a"],
+                "title": ["Titanic", "Titanic", "TITANIC", "Moon", "Arrival"],
+                "year": [1996, 1997, 1997, 2009, 2016],
+            }
+        )
+    )
+    rows = [
+        {"request_id": "q", "prompt": "p", "responder_id": "r", "title": t, "year": y,
+         "seen": ["Titanic", "Arrival (2016)", "Nope"]}
+        for t, y in [("Titanic", 1997), ("TITANIC", 1997), ("Moon", 2009), ("Arrival", 2016)]
+    ]  # fmt: skip
+    threads = read_threads(write_jsonl(tmp_path / "t.jsonl", rows))
+    exact = pool_threads(threads, Matcher(catalog, GroundingSettings(match_mode="exact"))).row(0, named=True)
+    assert exact["seen"] == ["t96", "t97", "a"]  # a seen title with a year names its one item
+    assert exact["union"] == ["T97", "m"]
+    fuzzy = pool_threads(threads, Matcher(catalog)).row(0, named=True)  # other modes: one item per title
+    assert len([i for i in fuzzy["seen"] if i in ("t96", "t97", "T97")]) == 1
+
+
 def test_hash_split_is_stable_seeded_and_follows_fractions():
     ids = [f"req-{i}" for i in range(4000)]
     spec = SplitSpec((("train", 0.5), ("valid", 0.25), ("test", 0.25)), seed=7)

@@ -35,7 +35,7 @@ def test_schemes_declare_their_output_and_scales_their_trl_name():
         "none": "none",
     }
     slots = {n: algos.spec("segmentation", n).meta["reward_slots"] for n in algos.names("segmentation")}
-    assert slots == {"lines": "lines", "newlines": "parsed"}
+    assert slots == {"lines": "lines", "newlines": "rank_grpo"}
 
 
 def test_unknown_name_lists_valid_names():

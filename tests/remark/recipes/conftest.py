@@ -46,6 +46,10 @@ REWARDS = {
     ("r4", 0): [[1, 1, 1]] * 4,
 }
 SIGNAL = {"r1", "r2"}
+# Rank-GRPO's published reward slots (segmentation newlines) read r1's third list differently: its parser
+# drops "no idea" and renumbers, so the first Alpha is slot 0 (responder 0's Alpha) and the repeat at slot 1
+# finds no Alpha left; every other list scores as above
+PUBLISHED_REWARDS = {**REWARDS, ("r1", 0): [[1, 1, 0], [1, 0, 0], [1, 0, 0], [0, 1, 0]]}
 
 SCHEMES = {
     "union": {"reward_scheme": "union", "sampling": "uniform"},
@@ -151,14 +155,14 @@ def trained(recipe_dataset, recipe_model_dir, tmp_path_factory):
     return get
 
 
-def expected_rewards(cols, scheme):
+def expected_rewards(cols, scheme, table=REWARDS):
     """Hand rank rewards (R, K) of the captured rows (each group replays its request's four lists)."""
     out, seen = [], {}
     for rid, resp in zip(cols["request_id"], cols["responder_index"], strict=True):
         key = (rid, "u" if scheme == "union" else resp)
         g = seen.get(key, 0)
         seen[key] = g + 1
-        out.append(REWARDS[key][g % G])
+        out.append(table[key][g % G])
     return torch.tensor(out, dtype=torch.float64)
 
 

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from remark.cli.main import build_parser
+from remark.cli.train import parse_overrides
 from remark.config import compose_config
 from remark.recipes import recipe_names
 
@@ -31,5 +32,5 @@ def test_the_recipe_table_runs_every_recipe(monkeypatch):
     for name, command in rows:
         args = parser.parse_args(shlex.split(command)[1:])
         assert args.recipe == name and args.config.is_file()
-        cfg = compose_config(args.recipe, args.config).config
+        cfg = compose_config(args.recipe, args.config, parse_overrides(args.set)).config
         assert cfg.recipe == name and cfg.build_tiny is not None

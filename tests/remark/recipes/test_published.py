@@ -1,4 +1,10 @@
-"""The ``rank_grpo_published`` recipe reproduces Rank-GRPO's own token map on hand-written completions.
+"""The ``rank_grpo_published`` recipe reproduces Rank-GRPO's own token map and rewards on hand-written
+completions.
+
+Rewards: the table of SPEC-style cases below (T1-T12, X1) has expectations written by hand from
+Rank-GRPO's reward code (``libs/utils.py::process_rec_raw``, ``libs/metrics_align.py``, ``exp_inf``):
+which lines its parser keeps, renumbered; its verbatim (title, year) catalog test; its consumption rule
+with year +-2; its seen-title test. Each case says which rule gives its answer.
 
 The references below are transcriptions of Rank-GRPO's trainer (yaochenzhu/Rank-GRPO,
 ``libs/trl/rank_grpo_trainer.py``): ``_segment_items_from_tokens`` (decode each token alone, count its
@@ -11,13 +17,18 @@ with byte fallback.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 import pytest
 import torch
 
+from catalog.published import published_slots
+from catalog.shared.errors import InputError
 from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, end_token_index, token_advantages
 from remark.config import compose_config, load_config
+from remark.oracles.scorer import OracleScorer
 from remark.recipes import load_recipe
 from remark.run.tiny_model import train_tokenizer
 from remark.scoring.scorer import RankScorer
@@ -125,7 +136,13 @@ def published():
     return compose_config(
         "rank_grpo_published",
         None,
-        {**CPU, "output_dir": "unused", "num_ranks": K},
+        {
+            **CPU,
+            "output_dir": "unused",
+            "num_ranks": K,
+            "reward_scheme": "responder",
+            "sampling": "per_responder",
+        },
     ).config
 
 
@@ -166,12 +183,213 @@ def test_published_token_ranks_are_rank_grpo_newline_counts(tok, eos):
     assert not torch.equal(lines.rank_RT, scored.rank_RT)
 
 
-def test_published_reward_slots_number_only_parsed_lines(tok):
-    """Rank-GRPO's reward drops lines that do not parse before numbering ranks; blank lines too."""
+def test_published_reward_slots_number_only_the_lines_rank_grpo_keeps(tok):
+    """Rank-GRPO's reward drops the lines its parser does not keep before numbering ranks; blank lines too."""
     cfg = published()
-    text = "Arrival (2016)\n\n???\nMoon (2009)"
+    text = "Arrival (2016)\n\n???\nArrival, 2016\nMoon (2009)"
     scored = scorer_for(cfg, tok).score(encode(tok, [text]), columns(1), group_size=None, step=0)
     assert scored.slot_ids[0] == ["Arrival (2016)", "Moon (2009)"] and int(scored.n_lines_R[0]) == 2
+
+
+# ---- the table: Rank-GRPO's rewards, token ranks and the advantage each raw line's tokens receive -------
+TK = 5
+TABLE_ITEMS = [
+    ("Arrival", 2016),
+    ("Moon", 2009),
+    ("Contact", 1997),
+    ("Primer", 2004),
+    ("Solaris", 1972),
+    ("Titanic", 1996),
+    ("Titanic", 1997),
+]
+A, M, C, P, S = "Arrival (2016)", "Moon (2009)", "Contact (1997)", "Primer (2004)", "Solaris (1972)"
+T96, T97 = "Titanic (1996)", "Titanic (1997)"
+OVER = "past K"  # the tokens of a raw line >= K: overflow penalty, no rank advantage
+EMPTY = "no slot"  # raw line n < K with no n-th kept slot: A_n of an empty slot
+
+
+@dataclass(frozen=True)
+class Case:
+    """A completion, the responder's items, the request's seen titles, and what Rank-GRPO gives it:
+    per-rank rewards; per raw line, whose advantage its tokens receive (the n-th kept slot's A_n); the
+    end token's shaping."""
+
+    name: str
+    text: str
+    responder: list[str]
+    rewards: list[int]
+    lines_get: list[str]
+    end: float
+    seen: tuple[str, ...] = ()
+
+
+CASES = [
+    # T1: "Arrival" has no " (yyyy)": dropped, the four later slots move up to ranks 0-3; token ranks stay raw
+    Case("T1 no year", f"Arrival\n{M}\n{C}\n{P}\n{S}", [M, C, P, S], [1, 1, 1, 1, 0], [M, C, P, S, EMPTY], +0.1),
+    # T2: prose mid-list is dropped: Moon is kept slot 1, its tokens (raw line 2) get A_2
+    Case("T2 prose", f"{A}\nI think you will love these.\n{M}", [M], [0, 1, 0, 0, 0], [A, M, EMPTY], -0.1),
+    # T3: a year without brackets fails "(dddd)": dropped, Moon is slot 0
+    Case("T3 comma year", f"Arrival, 2016\n{M}", [A, M], [1, 0, 0, 0, 0], [M, EMPTY], -0.1),
+    # T4: (Titanic, 1997) is in the catalog; the responder's titanic holds 1996; years tried 1997, 1998, 1996
+    Case("T4 +-1 other item", f"{T97}\n{M}", [T96], [1, 0, 0, 0, 0], [T97, M], -0.1),
+    # T5: neither (title, year) is a catalog item: the +-2 rule runs only after the verbatim test
+    Case("T5 not in catalog", "Titanic (1998)\nTitanic (1995)", [T97], [0, 0, 0, 0, 0], ["Titanic (1998)", "Titanic (1995)"], -0.1),
+    # T6: the numbering cut needs whitespace: "1.Arrival" stays a slot (in place, nothing moves) that no item is
+    Case("T6 1.Title", f"1.{A}\n{M}", [A, M], [0, 1, 0, 0, 0], ["1.Arrival (2016)", M], -0.1),
+    # T7: square brackets fail "(dddd)": dropped, Moon is slot 0
+    Case("T7 [year]", f"Arrival [2016]\n{M}", [A, M], [1, 0, 0, 0, 0], [M, EMPTY], -0.1),
+    # T8: consumption: 1st takes 1996, 2nd finds 1996 used and takes 1997 (+1), 3rd finds the bucket empty
+    Case("T8 repeat", f"{T96}\n{T96}\n{T96}", [T96, T97], [1, 1, 0, 0, 0], [T96, T96, T96], -0.1),
+    # T9: 1997 tries 1997, 1998, then 1996 and consumes it; the exact 1996 slot after it finds nothing
+    Case("T9 -1 first", f"{T97}\n{T96}", [T96], [1, 0, 0, 0, 0], [T97, T96], -0.1),
+    # T10: preamble and blank line dropped: the five items are slots 0-4; raw lines 5 and 6 are past K
+    Case(
+        "T10 preamble+blank",
+        f"Here are some movies:\n\n1. {A}\n2. {M}\n3. {C}\n4. {P}\n5. {S}",
+        [A, S],
+        [1, 0, 0, 0, 1],
+        [A, M, C, P, S, OVER, OVER],
+        -0.1,  # the end token is at raw line 6 >= K: overflow -0.1, and no bonus with tokens past K
+    ),
+    # T11: slot 0's title is a seen title: skipped in place, nothing consumed; Moon hits at rank 1
+    Case("T11 seen", f"{A}\n{M}", [A, M], [0, 1, 0, 0, 0], [A, M], -0.1, seen=("Arrival",)),
+    # T12: the bold/numbered Moon cleans to "Moon"; curly quotes stay and "#3" leaves "3 Primer": no items
+    Case(
+        "T12 cleaning",
+        '**1. "Moon" (2009)** - a quiet film\n\u201cContact\u201d (1997)\n#3 Primer (2004)',
+        [M, C, P],
+        [1, 0, 0, 0, 0],
+        [M, "\u201cContact\u201d (1997)", "3 Primer (2004)"],
+        -0.1,
+    ),
+    # X1: a preamble that carries " (yyyy)" is a slot (never an item), so Moon is slot 1
+    Case("X1 preamble+year", f"Here are movies like Arrival (2016):\n{M}", [M], [0, 1, 0, 0, 0], ["Here are movies like Arrival (2016)", M], -0.1),
+]  # fmt: skip
+
+
+def table_catalog() -> Catalog:
+    return Catalog.from_frame(
+        pl.DataFrame({"title": [t for t, _ in TABLE_ITEMS], "year": [y for _, y in TABLE_ITEMS]})
+    )
+
+
+def table_columns(case: Case) -> dict:
+    """One per-responder row as ``remark prep`` (match_mode exact) builds it: a seen title names every
+    item titled so verbatim, and seen items leave the responder's list."""
+    seen = [f"{t} ({y})" for t, y in TABLE_ITEMS if t in case.seen]
+    items = [i for i in case.responder if i not in seen]
+    return {
+        "request_id": ["q"],
+        "responders": [[items]],
+        "union": [items],
+        "counts": [[1] * len(items)],
+        "seen": [seen],
+        "responder_index": [0],
+    }
+
+
+def table_config():
+    return compose_config(
+        "rank_grpo_published",
+        None,
+        {
+            **CPU,
+            "output_dir": "unused",
+            "num_ranks": TK,
+            "reward_scheme": "responder",
+            "sampling": "per_responder",
+        },
+    ).config
+
+
+def score_case(tok, case: Case, scorer_cls=RankScorer):
+    cfg = table_config()
+    ids = encode(tok, [case.text])
+    assert tok.decode(ids[0], skip_special_tokens=True) == case.text
+    scorer = scorer_cls(table_catalog(), tok, k=TK, scheme=cfg.reward_scheme, segmentation=cfg.segmentation)
+    return cfg, ids[0], scorer.score(ids, table_columns(case), group_size=None, step=0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_published_rewards_are_rank_grpo_s(tok, case):
+    _, _, scored = score_case(tok, case)
+    assert scored.rewards_RNK[0, 0].tolist() == case.rewards
+    # the oracle (character loops, a catalog scan, counts on titles) agrees slot for slot
+    _, _, ref = score_case(tok, case, OracleScorer)
+    assert ref.rewards_RNK[0, 0].tolist() == case.rewards and ref.slot_ids == scored.slot_ids
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_published_raw_line_n_gets_the_advantage_of_kept_slot_n(tok, case):
+    """Token rank = raw line index (newlines before the token); the tokens of raw line n get A_n, the
+    advantage of the n-th *kept* slot, so a dropped line lends its rank to the next kept one."""
+    cfg, ids, scored = score_case(tok, case)
+    raw = case.text.split("\n")
+    assert len(raw) == len(case.lines_get)
+    kept = published_slots(case.text)
+    shown = [f"{t} ({y})" for t, y in kept]
+    for n, gets in enumerate(case.lines_get):  # the table's reading of which slot is A_n
+        want = OVER if n >= TK else (shown[n] if n < len(shown) else EMPTY)
+        assert gets == want, (n, raw[n])
+    rank = scored.rank_RT[0, : len(ids)].tolist()
+    for t in range(len(ids)):  # Rank-GRPO: the newlines decoded before the token
+        assert rank[t] == tok.decode(ids[:t], skip_special_tokens=True).count("\n"), t
+    # every raw line with content has tokens of its own rank (a blank line's may be merged into a "\n\n")
+    assert {n for n, line in enumerate(raw) if line} <= set(rank) <= set(range(len(raw)))
+    adv_RK = torch.tensor([[10.0, 20.0, 30.0, 40.0, 50.0]])
+    got = token_advantages(
+        adv_RK,
+        scored.rank_RT[:, : len(ids)],
+        n_lines_R=scored.n_lines_R,
+        end_R=scored.end_R,
+        mask_RT=torch.ones(1, len(ids), dtype=torch.int64),
+        overflow_penalty=cfg.overflow_penalty,
+        filler_penalty=cfg.filler_penalty,
+        end_shaping=cfg.end_shaping,
+        complete_bonus=cfg.eos_complete_bonus,
+        early_stop_penalty=cfg.eos_early_penalty,
+    )[0].tolist()
+    assert int(scored.end_R[0]) == len(ids) - 1
+    for t, r in enumerate(rank[:-1]):
+        assert got[t] == pytest.approx(10.0 * (r + 1) if r < TK else cfg.overflow_penalty), (t, r)
+    assert got[-1] == pytest.approx(case.end)
+
+
+@pytest.mark.parametrize(
+    ("name", "remark"),
+    [
+        (
+            "T1 no year",
+            [0, 1, 1, 1, 1],
+        ),  # remark's parser keeps "Arrival" as a slot: every later rank moves down
+        ("T4 +-1 other item", [0, 0, 0, 0, 0]),  # ids: Titanic (1997) is not the responder's Titanic (1996)
+        ("T6 1.Title", [1, 1, 0, 0, 0]),  # remark strips "1." without a space and grounds Arrival
+        ("T7 [year]", [1, 1, 0, 0, 0]),  # remark reads "[2016]" as the year
+        ("T8 repeat", [1, 0, 0, 0, 0]),  # an id is rewarded at its first slot only
+    ],
+)
+def test_the_default_rank_grpo_recipe_scores_the_table_its_own_way(name, remark):
+    """What docs/recipes.md says ``rank_grpo`` (remark's parser, grounding and ids) does differently."""
+    from remark.run.tiny_model import train_tokenizer as tiny
+
+    case = next(c for c in CASES if c.name == name)
+    tok = tiny([case.text] * 3, vocab_size=300)
+    cfg = compose_config(
+        "rank_grpo", None, {**CPU, "output_dir": "unused", "num_ranks": TK, "reward_scheme": "responder"}
+    ).config
+    assert cfg.segmentation == "lines"
+    scorer = RankScorer(table_catalog(), tok, k=TK, scheme=cfg.reward_scheme, segmentation=cfg.segmentation)
+    scored = scorer.score(encode(tok, [case.text]), table_columns(case), group_size=None, step=0)
+    assert scored.rewards_RNK[0, 0].tolist() == remark != case.rewards
+
+
+@pytest.mark.parametrize("scheme", ["union", "marginal", "responder_rb"])
+def test_published_slots_refuse_schemes_rank_grpo_does_not_define(scheme):
+    with pytest.raises(
+        InputError, match=rf"reward_scheme '{scheme}' is not defined on segmentation 'newlines'"
+    ) as err:
+        compose_config("rank_grpo_published", None, {**CPU, "output_dir": "unused", "reward_scheme": scheme})
+    assert err.value.field == "reward_scheme" and "segmentation: lines" in str(err.value)
 
 
 @pytest.mark.parametrize("eos", [True, False])

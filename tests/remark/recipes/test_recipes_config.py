@@ -45,9 +45,20 @@ def test_recipe_files_set_loss_family_fields_only_and_describe_themselves():
         assert "arXiv" in r.source  # every recipe names its paper
 
 
+def scheme_for(name: str) -> dict:
+    """The run fields a recipe needs beyond ``RUN``: Rank-GRPO's published reward slots define the
+    ``responder`` scheme only (the default ``union`` is refused with them)."""
+    from remark.algos import spec
+
+    segmentation = load_recipe(name).fields.get("segmentation", "lines")
+    if spec("segmentation", segmentation).meta["reward_slots"] == "rank_grpo":
+        return {"reward_scheme": "responder", "sampling": "per_responder"}
+    return {}
+
+
 @pytest.mark.parametrize("name", recipe_names())
 def test_every_recipe_composes_with_a_run_config(name, run_yaml):
-    composed = compose_config(name, run_yaml())
+    composed = compose_config(name, run_yaml(**scheme_for(name)))
     cfg = composed.config
     assert cfg.recipe == name
     for key, value in load_recipe(name).fields.items():

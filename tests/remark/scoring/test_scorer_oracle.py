@@ -47,6 +47,8 @@ ITEMS = [
     ("(500) Days of Summer", 2009),
     ("東京物語", 1953),
     ("Untitled", None),
+    ("Alien", 1981),  # a second Alien two years on: Rank-GRPO's year rule can credit one with the other
+    ("Heat", 1996),  # and a second Heat one year on (an even count: the pool tests make groups of ITEMS)
 ]
 K = 5
 G = 2
@@ -152,8 +154,14 @@ def title(draw) -> str:
         t = t.split(":")[0]
     elif kind == "odd":
         t = draw(_odd) + t + draw(_odd)
-    year = draw(st.sampled_from([y, None, (y or 2000) + 1, (y or 2000) + 3]))
-    return t if year is None else f"{t} ({year})"
+    year = draw(st.sampled_from([y, None, (y or 2000) + 1, (y or 2000) + 2, (y or 2000) + 3]))
+    if year is None:
+        return t
+    # the year forms Rank-GRPO's parser drops or keeps (remark's parser reads most of them)
+    form = draw(
+        st.sampled_from(["{} ({})", "{} ({})", "{} ({})", "{} [{}]", "{}, {}", "{}({})", "{} ({}-2020)"])
+    )
+    return form.format(t, year)
 
 
 @st.composite
@@ -166,7 +174,21 @@ def line(draw, previous: list[str]) -> str:
     )
     marker = draw(
         st.sampled_from(
-            ["", "", "{n}. ", "{n}) ", "- ", "* ", "• ", "**{n}.** ", "#{n} ", "{n}.  ", "1234. "]
+            [
+                "",
+                "",
+                "{n}. ",
+                "{n}) ",
+                "- ",
+                "* ",
+                "• ",
+                "**{n}.** ",
+                "#{n} ",
+                "{n}.  ",
+                "1234. ",
+                "{n}.",
+                "{n}、",
+            ]
         )
     )
     wrap = draw(st.sampled_from(["{}", "{}", "**{}**", '"{}"', "# {}", "{}:", "  {}  "]))
@@ -255,13 +277,9 @@ GROUNDINGS = [
 @given(data=st.data())
 def test_the_scorer_equals_the_oracle(catalog, which, scheme, data):
     grounding = data.draw(st.sampled_from(GROUNDINGS))
-    new, ref = scorers(
-        catalog,
-        which,
-        scheme,
-        grounding,
-        data.draw(st.sampled_from(["lines", *names("segmentation")])),  # the default twice
-    )
+    # Rank-GRPO's published reward slots (newlines) define the responder scheme only
+    segmentation = data.draw(st.sampled_from(["lines", "newlines"] if scheme == "responder" else ["lines"]))
+    new, ref = scorers(catalog, which, scheme, grounding, segmentation)
     tok = new.offsets.tokenizer
     rows = encode(tok, data.draw(batch(len(tok) + 2, tok.eos_token_id)))  # ids past the vocabulary too
     cols = columns(len(rows))
@@ -270,6 +288,16 @@ def test_the_scorer_equals_the_oracle(catalog, which, scheme, data):
         new.submit(rows, cols, group_size=G, step=step).result(),
         ref.submit(rows, cols, group_size=G, step=step).result(),
     )
+
+
+@pytest.mark.parametrize("scheme", ["union", "marginal", "responder_rb"])
+def test_published_slots_refuse_every_scheme_but_responder(catalog, scheme):
+    tok = _bpe()
+    for cls in (RankScorer, OracleScorer):
+        with pytest.raises(
+            ValueError, match=f"reward_scheme '{scheme}' is not defined on segmentation 'newlines'"
+        ):
+            cls(catalog, tok, k=K, scheme=scheme, segmentation="newlines")
 
 
 def test_byte_level_rows_skip_the_decode_and_still_match(catalog):
