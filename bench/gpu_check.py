@@ -74,7 +74,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 from timed_steps import KINDS, build_world, common_args, median_of, timed_run
 
+from catalog.shared.outputs import atomic_file, check_output_file
 from remark.run.tiny_model import TinySpec, realistic_spec
+
+#: the ``catalog.shared.outputs.atomic_file`` kind of the files under ``--out``.
+OUTPUT_KIND = "gpu-check"
+OUTPUT_FILES = ("results.json", "profile.json", "summary.md")
 
 GIB = 2**30
 SMOKE_SPEC = TinySpec(
@@ -102,6 +107,9 @@ KEYS = (
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="folder for results.json, summary.md, profile.json")
+    ap.add_argument(
+        "--force", action="store_true", help="replace those files even if remark did not write them"
+    )
     ap.add_argument("--smoke", action="store_true", help="CPU, tiny model, 1 step per G (tests)")
     ap.add_argument("--group-sizes", default="4,8,16", help="comma-separated G (default %(default)s)")
     ap.add_argument("--prompts", type=int, default=None, help="prompts per step (default 16; smoke 2)")
@@ -346,7 +354,7 @@ def profile_points(runs: list[dict[str, Any]], warmup: int = 0) -> list[dict[str
     return points
 
 
-def write_outputs(out: Path, doc: dict[str, Any]) -> None:
+def write_outputs(out: Path, doc: dict[str, Any], *, force: bool = False) -> None:
     """results.json, profile.json and summary.md (each written whole, then renamed)."""
     points = profile_points(doc["runs"], doc["settings"]["warmup"])
     profile = {
@@ -365,9 +373,8 @@ def write_outputs(out: Path, doc: dict[str, Any]) -> None:
         ("profile.json", json.dumps(profile, indent=2)),
         ("summary.md", summary_markdown(doc, points)),
     ):
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text)
-        tmp.replace(out / name)
+        with atomic_file(out / name, OUTPUT_KIND, force=force) as tmp:
+            tmp.write_text(text)
 
 
 def summary_markdown(doc: dict[str, Any], points: list[dict[str, Any]]) -> str:
@@ -435,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.smoke:
         torch.set_num_threads(1)
     out = Path(a.out)
+    for name in OUTPUT_FILES:  # a same-named file of the user's is refused before any work
+        check_output_file(out / name, OUTPUT_KIND, force=a.force)
     out.mkdir(parents=True, exist_ok=True)
     tmp = None
     if a.work_dir is None:
@@ -485,7 +494,7 @@ def _check(a: argparse.Namespace, out: Path, cuda: bool, t_start: float, deadlin
         "skipped": [],
     }
     print(f"gpu_check: {device['name']}; {model}; built in {doc['build_s']:.1f} s", flush=True)
-    write_outputs(out, doc)
+    write_outputs(out, doc, force=a.force)
     kinds = ("remark",) if a.no_plain else KINDS
     last: tuple[int, float] | None = None  # (G, wall s of one run) of the last finished run
     for g in a.group_sizes:
@@ -514,9 +523,9 @@ def _check(a: argparse.Namespace, out: Path, cuda: bool, t_start: float, deadlin
                 else:
                     print(f"G={g:<3} {kind:<6} rep {rep} {rec['status']}: {rec['error'][:200]}", flush=True)
                 doc["wall_s"] = time.monotonic() - t_start
-                write_outputs(out, doc)
+                write_outputs(out, doc, force=a.force)
     doc["wall_s"] = time.monotonic() - t_start
-    write_outputs(out, doc)
+    write_outputs(out, doc, force=a.force)
     print((out / "summary.md").read_text())
     return 1 if any(r["status"] == "error" for r in doc["runs"]) else 0
 

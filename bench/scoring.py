@@ -66,7 +66,11 @@ import torch
 from scoring_worker import FIELDS, digest
 from scoring_workloads import GROUP, K, Workload, build_tokenizer
 
+from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
 from catalog.table import Catalog, load_catalog
+
+#: the ``catalog.shared.outputs.atomic_file`` kind of ``--json``.
+JSON_KIND = "bench-scoring"
 
 STAGES = ("decode_offsets", "parse", "ground", "rewards", "token_ranks")
 
@@ -258,13 +262,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pool-workers", type=int, default=2, help="processes for wait_ms (0: serial)")
     ap.add_argument("--data", default=None, help="folder holding reddit-v2-catalog/gt_catalog.csv")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--json", default=None, help="write the results here (.json; new, or an earlier --json)")
+    ap.add_argument("--force", action="store_true", help="let --json replace a file remark did not write")
     ap.add_argument(
         "--baseline",
         default=BASELINE_REV,
         help="commit whose scorer is timed beside this checkout's, from `git archive` ('none': skip)",
     )
     a = ap.parse_args(argv)
+    out = dict(formats=JSON_FORMATS, force=a.force, field="--json")
+    if a.json:
+        check_output_file(a.json, JSON_KIND, **out)  # before any timing
     torch.set_num_threads(1)
     path = find_catalog(a.data)
     if path is None:
@@ -303,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         "workloads": results,
     }
     if a.json:
-        Path(a.json).write_text(json.dumps(doc, indent=2))
+        with atomic_file(a.json, JSON_KIND, **out) as tmp:
+            tmp.write_text(json.dumps(doc, indent=2))
     return 0
 
 

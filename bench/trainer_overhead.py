@@ -58,7 +58,11 @@ import torch
 from gpu_check import profile_points, run_one
 from timed_steps import KINDS, World, build_world, common_args, median_of, timed_run
 
+from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
 from remark.run.tiny_model import TinySpec
+
+#: the ``catalog.shared.outputs.atomic_file`` kinds of ``--json`` and ``--profile-out``.
+JSON_KIND, PROFILE_KIND = "bench-overhead", "bench-profile"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -88,7 +92,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "(bench/gpu_check.py's format, for remark plan-group-size --profile; --reps 0 skips the comparison)",
     )
     ap.add_argument("--profile-group-sizes", default="4,8,16", help="G of the profile (default %(default)s)")
+    ap.add_argument(
+        "--force", action="store_true", help="let --json / --profile-out replace files remark did not write"
+    )
     a = ap.parse_args(argv)
+    for flag, path, kind in (("--json", a.json, JSON_KIND), ("--profile-out", a.profile_out, PROFILE_KIND)):
+        if path:  # before any timing
+            check_output_file(path, kind, formats=JSON_FORMATS, force=a.force, field=flag)
 
     torch.set_num_threads(a.threads)
     load_before = os.getloadavg()
@@ -143,7 +153,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if runs:
         print_summary(summary)
     if a.json:
-        Path(a.json).write_text(json.dumps({"summary": summary, "runs": runs}, indent=2))
+        with atomic_file(a.json, JSON_KIND, formats=JSON_FORMATS, force=a.force, field="--json") as tmp:
+            tmp.write_text(json.dumps({"summary": summary, "runs": runs}, indent=2))
     if a.profile_out:
         summary["profile"] = write_cpu_profile(a, world)
     return summary
@@ -173,7 +184,10 @@ def write_cpu_profile(a: argparse.Namespace, world: World) -> dict[str, Any]:
         "source": "bench/trainer_overhead.py --profile-out (RemarkGRPOTrainer runs)",
         "load": [os.getloadavg()[0]],
     }
-    Path(a.profile_out).write_text(json.dumps(profile, indent=2) + "\n")
+    with atomic_file(
+        a.profile_out, PROFILE_KIND, formats=JSON_FORMATS, force=a.force, field="--profile-out"
+    ) as tmp:
+        tmp.write_text(json.dumps(profile, indent=2) + "\n")
     for r in runs:
         if r["status"] != "ok":
             print(f"profile G={r['G']}: {r['status']}: {r.get('error')}")

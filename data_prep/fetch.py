@@ -1,8 +1,12 @@
 """Download public datasets for users with internet access (``remark data fetch``). Never run in tests.
 
 Files are pinned to an upstream commit and checked against the sha256 recorded when the project's
-shared copy was made (where known), then written atomically, so a broken download leaves nothing
-half-written. ``opener`` is injectable (tests pass a fake one; nothing here touches the network at
+shared copy was made (where known). ``--out`` is an owned folder output (``catalog.shared.outputs.atomic_dir``,
+kind ``fetch``): every file is downloaded and checked into a temporary folder beside it, which is swapped in
+only once all are there, so a failed download (network, checksum, full disk) leaves the previous state
+(nothing, or the earlier fetch) untouched. An existing ``--out`` is replaced only when it is empty or an
+earlier fetch; a folder of the user's (files of the same names included) is refused before any download,
+unless ``force``. ``opener`` is injectable (tests pass a fake one; nothing here touches the network at
 import time).
 """
 
@@ -15,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_write
+from catalog.shared.outputs import atomic_dir, check_output_dir
+
+#: the ``catalog.shared.outputs.atomic_dir`` kind of a ``remark data fetch --out`` folder.
+FETCH_KIND = "fetch"
 
 
 @dataclass(frozen=True)
@@ -68,33 +75,38 @@ def fetch(
     opener: Callable[..., object] = urllib.request.urlopen,
     timeout: float = 60.0,
     progress: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> list[Path]:
-    """Download dataset ``name`` into ``out_dir``; return the written paths.
+    """Download dataset ``name`` as the folder ``out_dir`` (whole, or not at all); return the written paths.
 
-    A sha256 mismatch raises ``InputError`` and leaves that file unwritten.
+    ``out_dir`` must be new, empty or an earlier fetch (``force``: any folder). A failed download or a
+    sha256 mismatch raises ``InputError`` and leaves ``out_dir`` as it was.
     """
     if name not in DATASETS:
         raise InputError(f"unknown dataset {name!r}", field="name", hint=f"use one of {', '.join(DATASETS)}")
-    written = []
-    for remote in DATASETS[name]:
-        dest = Path(out_dir) / remote.dest
-        if progress:
-            progress(f"{remote.url} -> {dest}")
-        try:
-            with opener(remote.url, timeout=timeout) as response:  # type: ignore[attr-defined]
-                data = response.read()
-        except OSError as err:
-            raise InputError(
-                f"download failed: {err}", path=remote.url, hint="check your connection"
-            ) from err
-        digest = hashlib.sha256(data).hexdigest()
-        if remote.sha256 is not None and digest != remote.sha256:
-            raise InputError(
-                f"sha256 {digest} differs from the recorded {remote.sha256}",
-                path=remote.url,
-                hint="the upstream file changed or the download was corrupted; try again",
-            )
-        with atomic_write(dest) as tmp:
-            tmp.write_bytes(data)
-        written.append(dest)
-    return written
+    out = Path(out_dir)
+    check_output_dir(out, FETCH_KIND, force=force)  # before any download
+    with atomic_dir(out, FETCH_KIND, force=force) as tmp:
+        for remote in DATASETS[name]:
+            if progress:
+                progress(f"{remote.url} -> {out / remote.dest}")
+            try:
+                with opener(remote.url, timeout=timeout) as response:  # type: ignore[attr-defined]
+                    data = response.read()
+            except OSError as err:
+                raise InputError(
+                    f"download failed: {err}; {out} was left as it was",
+                    path=remote.url,
+                    hint="check your connection",
+                ) from err
+            digest = hashlib.sha256(data).hexdigest()
+            if remote.sha256 is not None and digest != remote.sha256:
+                raise InputError(
+                    f"sha256 {digest} differs from the recorded {remote.sha256}; {out} was left as it was",
+                    path=remote.url,
+                    hint="the upstream file changed or the download was corrupted; try again",
+                )
+            dest = tmp / remote.dest
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+    return [out / remote.dest for remote in DATASETS[name]]

@@ -125,15 +125,22 @@ def load_causal_lm(
     return model.merge_and_unload() if merge else model
 
 
-def merge_adapter(path: str | Path, out: str | Path, *, base: str | Path | None = None) -> Path:
-    """Write the merged model (safetensors) and the tokenizer to ``out``, atomically; returns ``out``."""
-    from catalog.shared.outputs import atomic_dir
+def merge_adapter(
+    path: str | Path, out: str | Path, *, base: str | Path | None = None, force: bool = False
+) -> Path:
+    """Write the merged model (safetensors) and the tokenizer to ``out``, atomically; returns ``out``.
+
+    ``out`` is an owned folder (``catalog.shared.outputs.atomic_dir``, kind ``merged-model``): new, empty or
+    an earlier merge (``force``: any folder but the adapter or the base), refused before anything loads."""
+    from catalog.shared.outputs import atomic_dir, check_output_dir
 
     if not is_adapter_dir(path):
         raise InputError("not an adapter folder (no adapter_config.json)", path=path, field="--adapter")
+    inputs = [path, base if base is not None and Path(base).exists() else None]
+    check_output_dir(out, "merged-model", inputs=inputs, force=force)
     model = load_causal_lm(path, merge=True, base=base)
     tokenizer = load_tokenizer(path, base)
-    with atomic_dir(out, kind="merged-model", inputs=[path]) as tmp:
+    with atomic_dir(out, kind="merged-model", inputs=inputs, force=force) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / "merged_from.json").write_text(

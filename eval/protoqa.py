@@ -26,7 +26,7 @@ from scipy.optimize import linear_sum_assignment
 
 from catalog.shared.errors import InputError
 from catalog.shared.files import iter_jsonl
-from catalog.shared.outputs import atomic_write, check_inputs
+from catalog.shared.outputs import JSONL_FORMATS, atomic_file, check_output_file
 
 
 def _check_list(answers: object, path: Path, row: int | None, qid: str) -> list[str]:
@@ -66,13 +66,20 @@ def read_protoqa_predictions(path: str | Path) -> dict[str, list[str]]:
     return out
 
 
-def convert_protoqa_predictions(src: str | Path, dest: str | Path) -> int:
-    """Write ``src`` (ProtoQA format) as our predictions JSONL at ``dest`` (atomically); returns the count.
+#: the ``catalog.shared.outputs.atomic_file`` kind of ``remark eval convert-protoqa --out``.
+CONVERT_KIND = "protoqa-predictions"
 
-    ``dest`` equal to ``src`` is refused (``InputError``) before anything is read."""
-    check_inputs(dest, [src])
+
+def convert_protoqa_predictions(src: str | Path, dest: str | Path, *, force: bool = False) -> int:
+    """Write ``src`` (ProtoQA format) as our predictions JSONL at ``dest``; returns the count.
+
+    ``dest`` is an owned single file (``catalog.shared.outputs.atomic_file``, kind ``protoqa-predictions``):
+    a ``.jsonl`` path that is not ``src``; an existing file is replaced only when it is an earlier conversion
+    (or with ``force``). A refusal (``InputError``) comes before anything is read."""
+    check = dict(formats=JSONL_FORMATS, inputs=[src], force=force)
+    check_output_file(dest, CONVERT_KIND, **check)
     preds = read_protoqa_predictions(src)
-    with atomic_write(dest, inputs=[src]) as tmp, tmp.open("w", encoding="utf-8") as fh:
+    with atomic_file(dest, CONVERT_KIND, **check) as tmp, tmp.open("w", encoding="utf-8") as fh:
         for qid, answers in preds.items():
             fh.write(json.dumps({"request_id": qid, "recommendations": answers}, ensure_ascii=False) + "\n")
     return len(preds)

@@ -1,7 +1,10 @@
 """Markdown tables and PNG plots for scores, paired comparisons and validation curves.
 
 Plots use matplotlib's object API on the Agg canvas (``matplotlib.figure.Figure``; no pyplot, no global
-backend state), and are written atomically (``catalog.shared.outputs.atomic_write``). Tables say how the numbers were
+backend state), in the format their extension names (``.png``, ``.pdf``, ``.svg``; any other is refused),
+written atomically: ``catalog.shared.outputs.atomic_write`` inside an output folder, or, given a ``kind``,
+as an owned single file (``atomic_file``: never an input, an existing file only when remark wrote it as that
+kind, or with ``force``). Tables say how the numbers were
 made (compaction, matching, CI method), since Rank-GRPO-comparable and union numbers differ. Slot-filter
 variants (``"per_responder/drop_ooc"``, docs/metrics.md) get their own tables, one per view, after the main
 one; the plots show the plain views only.
@@ -17,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from catalog.shared.outputs import atomic_write
+from catalog.shared.outputs import PLOT_FORMATS, atomic_file, atomic_write, file_format
 from catalog.shared.versions import versions_line
 from eval.steps import Curve
 from eval.views import ALL_VIEWS
@@ -195,14 +198,29 @@ def baselines_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _save(fig: Any, path: str | Path, inputs: Sequence[str | Path] = ()) -> Path:
-    with atomic_write(path, inputs=inputs) as tmp:
-        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+def _save(
+    fig: Any,
+    path: str | Path,
+    inputs: Sequence[str | Path] = (),
+    *,
+    kind: str | None = None,
+    force: bool = False,
+    field: str = "--out",
+) -> Path:
+    """Write ``fig`` to ``path`` in its extension's format: an owned single file of ``kind``, or (no kind)
+    a plain atomic write for a file inside a folder the caller writes whole."""
+    fmt = file_format(path, PLOT_FORMATS, field=field)
+    if kind is None:
+        writing = atomic_write(path, inputs=inputs, field=field)
+    else:
+        writing = atomic_file(path, kind, formats=PLOT_FORMATS, inputs=inputs, force=force, field=field)
+    with writing as tmp:
+        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
     return Path(path)
 
 
 def plot_metrics(result: Table, path: str | Path, *, title: str = "") -> Path:
-    """PNG: one panel per metric family, the value against k per view, with CI error bars."""
+    """One panel per metric family, the value against k per view, with CI error bars."""
     from matplotlib.figure import Figure
 
     views = [v for v in ALL_VIEWS if v in result]
@@ -234,10 +252,14 @@ def plot_curves(
     reach: Mapping[str, Any] | None = None,
     title: str = "",
     inputs: Sequence[str | Path] = (),
+    kind: str | None = None,
+    force: bool = False,
+    field: str = "--out",
 ) -> Path:
-    """PNG: validation curves with CI bands (one line per run); optionally the steps-to-reach target.
+    """Validation curves with CI bands (one line per run); optionally the steps-to-reach target.
 
     ``inputs`` (the run folders read): ``path`` equal to one of them or inside one is refused (InputError).
+    ``kind``: write ``path`` as an owned single file of that kind (see the module docstring).
     """
     from matplotlib.figure import Figure
 
@@ -265,4 +287,4 @@ def plot_curves(
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title)
-    return _save(fig, path, inputs)
+    return _save(fig, path, inputs, kind=kind, force=force, field=field)

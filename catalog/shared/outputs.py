@@ -1,19 +1,51 @@
-"""Atomic, owned outputs shared by every package.
+"""Atomic, owned outputs shared by every package: folders, single files, and what a full disk leaves.
 
-``atomic_write(path)`` and ``atomic_dir(path, kind)`` yield a temporary path in the destination's folder
-(same filesystem, so the final ``os.replace`` is atomic); on success it replaces ``path``, on any
-exception it is removed and ``path`` is untouched. A killed run therefore leaves the old output or
-none, never half a file or a folder mixing two runs. They yield a *path* (not a handle) so that any
-writer works: polars ``write_parquet``, ``json.dump`` through ``open``, safetensors, matplotlib.
+``atomic_write(path)``, ``atomic_file(path, kind)`` and ``atomic_dir(path, kind)`` yield a temporary path in
+the destination's folder (same filesystem, so the final ``os.replace`` is atomic); on success it replaces
+``path``, on any exception it is removed and ``path`` is untouched. A killed run therefore leaves the old
+output or none, never half a file or a folder mixing two runs. They yield a *path* (not a handle) so that
+any writer works: polars ``write_parquet``, ``json.dump`` through ``open``, safetensors, matplotlib.
 
-Output folders are *owned*: ``atomic_dir`` writes ``.remark-output.json`` (``{"kind", "format",
+**Folders** are *owned*: ``atomic_dir`` writes ``.remark-output.json`` (``{"kind", "format",
 "remark_version"}``) into the temporary folder before the swap, and only replaces an existing folder that
 is empty or carries the marker of the same ``kind`` (the same command's earlier output). Anything else is
 refused with ``InputError`` before any work is done (``check_output_dir``), unless ``force=True`` (the
 CLI's ``--force``), which may replace a foreign folder but never one of the command's ``inputs``: a
 destination that equals, contains or lies inside an input is always refused. Every command's
-multi-file output goes through here (``remark prep``, ``remark eval score|run``, training's ``best/`` and
-``final/``, the demo's report), so no command deletes what it did not write.
+multi-file output goes through here (``remark prep``, ``remark data fetch``, ``remark eval score|run``,
+``remark sft``, ``remark merge-adapter``, training's ``best/`` and ``final/``, the demo), so no command
+deletes what it did not write.
+
+**Single files** a command writes on its own (a plot, a predictions file, a pass-rates table) follow the
+same rule through ``atomic_file(path, kind, formats=..., inputs=..., force=...)`` (checked before the work
+by ``check_output_file``):
+
+- the file's format follows its extension, from the ``formats`` the command can write (``PLOT_FORMATS``:
+  ``.png``/``.pdf``/``.svg``; ``TABLE_FORMATS``: ``.parquet``/``.jsonl``/``.csv``; ``JSON_FORMATS``;
+  ``JSONL_FORMATS``); any other extension is refused, so a plot never lands in ``x.csv``;
+- a path that is one of the inputs, or lies inside an input folder, is always refused, and so is a path
+  inside a folder written whole by ``atomic_dir`` (a dataset, a model, a score folder: any folder with
+  ``.remark-output.json``), since adding a file there changes another command's output;
+- an existing file is replaced only when remark wrote it as the same ``kind`` and it is unchanged since,
+  or with ``force``.
+
+How a file records that remark wrote it: a registry ``.remark-outputs.json`` in the file's folder,
+``{"format": 1, "files": {NAME: {"kind", "size", "sha256", "remark_version"}}}``, updated (under an
+``flock`` of the folder, atomically, entries of vanished files pruned) just before the file is swapped in.
+A file counts as remark's own only when its entry names the same kind *and* its size and sha256 still
+match: a file the user edited, or replaced by a copy of their own, is foreign again. The registry was
+chosen over extended attributes (many filesystems and every ``cp`` drop them) and markers inside the
+files (CSV and JSON lines have no place for one); it survives copying the folder, and costs one hash of
+a file that is about to be replaced. A lost or unreadable registry makes files foreign (refused, never
+overwritten). Files *inside* a folder a command owns (a dataset's ``meta.json``, a run's logs) are covered
+by the folder's rule and written with plain ``atomic_write``.
+
+**A full disk or an unwritable folder** (``ENOSPC``, ``EDQUOT``, ``EROFS``, ``EACCES``, ``EPERM``, from
+Python's own I/O or a library's message ``(os error N)``, anywhere in the write; or any error while the
+destination's filesystem has under ``min(1 MiB, 1%)`` or no inodes left, since some writers lose the
+errno, e.g. polars' ``Invalid thrift: transport error``) is an
+:class:`OutputWriteError` (an ``InputError``: exit 2) naming the destination: the temporary is removed
+and the previous output, when there was one, is unchanged.
 
 Temporary names carry the writer's host and pid (``.NAME.<host>.<pid>.<random>.tmp`` / ``.old``). Before
 each write, leftovers of ``NAME`` from writers that are dead on this host are cleaned: a ``.tmp`` is
@@ -25,6 +57,8 @@ unknown (another host, or an older remark) are reported with a ``StaleOutputWarn
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
 import os
 import re
@@ -32,32 +66,134 @@ import shutil
 import socket
 import tempfile
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from catalog.shared.errors import InputError
 
 __all__ = [
+    "FILE_REGISTRY",
+    "JSONL_FORMATS",
+    "JSON_FORMATS",
     "OUTPUT_MARKER",
+    "PLOT_FORMATS",
+    "TABLE_FORMATS",
+    "OutputWriteError",
     "StaleOutputWarning",
     "atomic_dir",
+    "atomic_file",
     "atomic_write",
     "check_inputs",
     "check_output_dir",
+    "check_output_file",
     "clean_stale",
+    "file_format",
+    "file_kind",
     "output_kind",
+    "owning_output",
 ]
 
 
 #: the ownership marker inside every folder written by :func:`atomic_dir`.
 OUTPUT_MARKER = ".remark-output.json"
 MARKER_FORMAT = 1
+#: the registry of the single files remark wrote in a folder (see the module docstring).
+FILE_REGISTRY = ".remark-outputs.json"
+REGISTRY_FORMAT = 1
+
+#: extension -> format, for the kinds of single file commands write.
+PLOT_FORMATS: dict[str, str] = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+TABLE_FORMATS: dict[str, str] = {".parquet": "parquet", ".jsonl": "jsonl", ".csv": "csv"}
+JSON_FORMATS: dict[str, str] = {".json": "json"}
+JSONL_FORMATS: dict[str, str] = {".jsonl": "jsonl"}
+
+#: errno values that mean "this disk or folder cannot take the output" (the user's environment, exit 2).
+WRITE_ERRNOS = {
+    errno.ENOSPC: ("no space left on the disk", "free space on that disk, or write the output elsewhere"),
+    errno.EDQUOT: ("disk quota exceeded", "free space within your quota, or write the output elsewhere"),
+    errno.EROFS: ("the filesystem is read-only", "write the output to a writable folder"),
+    errno.EACCES: ("permission denied", "write the output to a folder you may write to"),
+    errno.EPERM: ("operation not permitted", "write the output to a folder you may write to"),
+}
 
 PathLike = str | os.PathLike[str]
 
 
 class StaleOutputWarning(UserWarning):
     """A temporary file or folder left by an interrupted write that remark could not safely remove."""
+
+
+class OutputWriteError(InputError):
+    """The output could not be written where asked (disk full, read-only, not permitted); nothing was left.
+
+    ``errno`` is the OS error number behind it."""
+
+    def __init__(self, message: str, *, errno: int, **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.errno = errno
+
+
+def _write_errno(exc: BaseException) -> int | None:
+    """The errno of ``exc`` (or of an exception it was raised from) when it is one of :data:`WRITE_ERRNOS`.
+
+    Python's I/O sets ``OSError.errno``; Rust-backed writers (polars, safetensors) only say
+    ``... (os error 28)`` in their message."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OutputWriteError):
+            return e.errno
+        if isinstance(e, OSError) and e.errno in WRITE_ERRNOS:
+            return e.errno
+        for m in re.finditer(r"os error (\d+)", str(e)):
+            if int(m.group(1)) in WRITE_ERRNOS:
+                return int(m.group(1))
+        todo += [e.__cause__, e.__context__]
+    return None
+
+
+#: a write that failed with less than this free on its filesystem failed for want of space.
+FULL_BELOW = 1 << 20
+
+
+def _disk_full(folder: Path) -> bool:
+    """Whether ``folder``'s filesystem has (almost) no space or no inodes left for this user: under
+    ``min(FULL_BELOW, 1% of its size)`` free."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return False
+    low = min(FULL_BELOW, st.f_blocks * st.f_frsize // 100 + 1)
+    return st.f_bavail * st.f_frsize < low or (st.f_files > 0 and st.f_favail == 0)
+
+
+def _write_failure(
+    exc: BaseException, dest: Path, *, existed: bool, field: str | None, full: bool = False
+) -> OutputWriteError | None:
+    """The :class:`OutputWriteError` naming ``dest`` that ``exc`` amounts to, or None when it is no write failure.
+
+    ``full``: the destination's disk was found full when ``exc`` came (a writer may report ENOSPC without
+    naming it: polars ends a parquet file it cannot flush with ``Invalid thrift: transport error``)."""
+    if isinstance(exc, InputError) and not isinstance(exc, OutputWriteError):
+        return None  # a refusal or bad input: already says what it is
+    code = _write_errno(exc)
+    if code is None and full and isinstance(exc, Exception):
+        code = errno.ENOSPC
+    if code is None:
+        return None
+    what, hint = WRITE_ERRNOS[code]
+    kept = f"the previous {dest} is unchanged" if existed else f"nothing was left at {dest}"
+    return OutputWriteError(
+        f"cannot write the output in {dest.parent}: {what} ({errno.errorcode.get(code, code)}); {kept}",
+        errno=code,
+        path=dest,
+        field=field,
+        hint=hint,
+    )
 
 
 def _umask() -> int:
@@ -216,10 +352,40 @@ def check_output_dir(
 
 
 @contextlib.contextmanager
-def atomic_write(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> Iterator[Path]:
+def _temporary_file(dest: Path, *, field: str | None) -> Iterator[Path]:
+    """A fresh temporary file beside ``dest`` (usual permissions), removed when the block raises; a write
+    failure (:data:`WRITE_ERRNOS`) anywhere in the block becomes an :class:`OutputWriteError` naming ``dest``."""
+    existed = dest.exists()
+    tmp: Path | None = None
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(dest)
+        fd, name = tempfile.mkstemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent)
+        os.close(fd)
+        tmp = Path(name)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+        yield tmp
+    except BaseException as exc:
+        full = _disk_full(dest.parent)  # before the temporary goes: it holds what filled the disk
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        failure = _write_failure(exc, dest, existed=existed, field=field, full=full)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: PathLike, *, inputs: Iterable[PathLike | None] = (), field: str | None = None
+) -> Iterator[Path]:
     """Yield a temporary file path next to ``path``; move it onto ``path`` when the block succeeds.
 
-    ``inputs``: refuse (``InputError``) when ``path`` is one of them or lies inside one.
+    ``inputs``: refuse (``InputError``) when ``path`` is one of them or lies inside one. No ownership check:
+    this is for files inside a folder the command owns (written whole by :func:`atomic_dir`, or a run's
+    ``output_dir``); a file a command writes on its own goes through :func:`atomic_file`. A full disk or an
+    unwritable folder is an :class:`OutputWriteError` (``field`` names the flag, when there is one).
 
     >>> import json, tempfile
     >>> out = Path(tempfile.mkdtemp()) / "a.json"
@@ -229,19 +395,193 @@ def atomic_write(path: PathLike, *, inputs: Iterable[PathLike | None] = ()) -> I
     {'ok': 1}
     """
     dest = Path(path)
-    check_inputs(dest, inputs)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(dest)
-    fd, name = tempfile.mkstemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent)
-    os.close(fd)
-    tmp = Path(name)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-    try:
+    check_inputs(dest, inputs, field=field or "--out")
+    with _temporary_file(dest, field=field) as tmp:
         yield tmp
         os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+
+def file_format(path: PathLike, formats: Mapping[str, str], *, field: str = "--out") -> str:
+    """The format ``path``'s extension names among ``formats`` (extension -> format); ``InputError`` otherwise.
+
+    >>> file_format("curves.svg", PLOT_FORMATS)
+    'svg'
+    """
+    dest = Path(path)
+    found = formats.get(dest.suffix.lower())
+    if found is not None:
+        return found
+    allowed = ", ".join(formats)
+    raise InputError(
+        f"{dest.suffix or 'no extension'}: not a format this writes (it writes {allowed})",
+        path=dest,
+        field=field,
+        hint=f"end the file name with one of {allowed}",
+    )
+
+
+def owning_output(path: PathLike) -> tuple[Path, str] | None:
+    """The nearest folder at or above ``path`` written whole by :func:`atomic_dir` (it holds
+    :data:`OUTPUT_MARKER`), with its kind (``"unknown"`` when the marker is unreadable); None when none is."""
+    p = Path(os.path.abspath(path))
+    for folder in (p, *p.parents):
+        if (folder / OUTPUT_MARKER).is_file():
+            return folder, output_kind(folder) or "unknown"
+    return None
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _registry(folder: Path) -> dict[str, dict]:
+    """``folder``'s :data:`FILE_REGISTRY` entries (empty when it is missing or unreadable)."""
+    try:
+        data = json.loads((folder / FILE_REGISTRY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, dict)}
+
+
+def file_kind(path: PathLike) -> str | None:
+    """The kind remark wrote ``path`` as, when its registry entry still matches the file (size and sha256);
+    None for a file remark did not write, or one changed since (a symlink is never remark's)."""
+    dest = Path(path)
+    entry = _registry(dest.parent).get(dest.name)
+    if entry is None or dest.is_symlink() or not dest.is_file():
+        return None
+    try:
+        if entry.get("size") != dest.stat().st_size or entry.get("sha256") != _digest(dest):
+            return None
+    except OSError:
+        return None
+    kind = entry.get("kind")
+    return kind if isinstance(kind, str) else None
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``folder`` (its registry's read-modify-write); none where flock is missing."""
+    try:
+        import fcntl
+
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_registry(folder: Path, files: dict[str, dict]) -> None:
+    dest = folder / FILE_REGISTRY
+    with atomic_write(dest) as tmp:
+        doc = {"format": REGISTRY_FORMAT, "files": dict(sorted(files.items()))}
+        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def check_output_file(
+    path: PathLike,
+    kind: str,
+    *,
+    formats: Mapping[str, str] | None = None,
+    inputs: Iterable[PathLike | None] = (),
+    force: bool = False,
+    field: str = "--out",
+) -> str | None:
+    """Raise ``InputError`` unless :func:`atomic_file` may write ``path`` as a ``kind`` file; returns its
+    format (from ``formats``; None when ``formats`` is None).
+
+    Allowed: a new path, or a file remark wrote as ``kind`` and nobody changed since; with ``force`` any
+    existing file. Never: an extension outside ``formats``; a path that is an input or lies inside one; a
+    path inside a folder written whole by :func:`atomic_dir`; a folder. Call it before the work starts.
+    """
+    dest = Path(path)
+    fmt = None if formats is None else file_format(dest, formats, field=field)
+    check_inputs(dest, inputs, field=field)
+    owner = owning_output(dest.parent)
+    if owner is not None:
+        folder, found = owner
+        raise InputError(
+            f"the output lies inside {folder}, the output of {found!r} (a folder remark writes whole); "
+            "a file added there would change that output",
+            path=dest,
+            field=field,
+            hint="write it outside that folder; --force does not override this",
+        )
+    if dest.is_dir() and not dest.is_symlink():
+        raise InputError("exists and is a folder", path=dest, field=field, hint="pass a file path")
+    if not (dest.exists() or dest.is_symlink()) or force:
+        return fmt
+    entry = _registry(dest.parent).get(dest.name)
+    found = file_kind(dest)
+    if found == kind:
+        return fmt
+    if found is not None:
+        what = f"the output of {found!r}"
+    elif entry is not None and not dest.is_symlink():
+        what = "a file changed since remark wrote it"
+    else:
+        what = "a file that remark did not write"
+    raise InputError(
+        f"refusing to replace {what} (this command writes {kind!r} files)",
+        path=dest,
+        field=field,
+        hint="pass a new path, or --force to replace this file",
+    )
+
+
+@contextlib.contextmanager
+def atomic_file(
+    path: PathLike,
+    kind: str,
+    *,
+    formats: Mapping[str, str] | None = None,
+    inputs: Iterable[PathLike | None] = (),
+    force: bool = False,
+    field: str = "--out",
+) -> Iterator[Path]:
+    """Yield a temporary file next to ``path``; it becomes ``path``, recorded in the folder's registry as
+    ``kind``, when the block succeeds (see :func:`check_output_file`, called on entry and again, under the
+    folder's lock, just before the swap).
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "rates.csv"
+    >>> with atomic_file(out, "example", formats=TABLE_FORMATS) as tmp:
+    ...     _ = tmp.write_text("request_id,pass_rate\\n")
+    >>> file_kind(out), sorted(p.name for p in out.parent.iterdir())
+    ('example', ['.remark-outputs.json', 'rates.csv'])
+    """
+    dest = Path(path)
+    inputs = [i for i in inputs if i is not None]
+    check = dict(kind=kind, formats=formats, inputs=inputs, force=force, field=field)
+    check_output_file(dest, **check)
+    with _temporary_file(dest, field=field) as tmp:
+        yield tmp
+        entry = {"kind": kind, "size": tmp.stat().st_size, "sha256": _digest(tmp)}
+        with _folder_lock(dest.parent):
+            check_output_file(dest, **check)  # it may have appeared or changed meanwhile
+            before = _registry(dest.parent)
+            files = {n: e for n, e in before.items() if n != dest.name and (dest.parent / n).is_file()}
+            files[dest.name] = {**entry, "remark_version": _remark_version()}
+            _write_registry(dest.parent, files)
+            try:
+                os.replace(tmp, dest)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    _write_registry(dest.parent, before)
+                raise
 
 
 @contextlib.contextmanager
@@ -271,18 +611,25 @@ def atomic_dir(
     dest = Path(path)
     inputs = [i for i in inputs if i is not None]
     check_output_dir(dest, kind, inputs=inputs, force=force, field=field)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(dest)
-    tmp = Path(tempfile.mkdtemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700
+    existed = dest.exists()
+    tmp: Path | None = None
     try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(dest)
+        tmp = Path(tempfile.mkdtemp(prefix=_prefix(dest), suffix=".tmp", dir=dest.parent))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700
         yield tmp
         marker = {"kind": kind, "format": MARKER_FORMAT, "remark_version": _remark_version()}
         (tmp / OUTPUT_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         check_output_dir(dest, kind, inputs=inputs, force=force, field=field)  # it may have changed meanwhile
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    except BaseException as exc:
+        full = _disk_full(dest.parent)  # before the temporary goes: it holds what filled the disk
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        failure = _write_failure(exc, dest, existed=existed, field=field, full=full)
+        if failure is None:
+            raise
+        raise failure from exc
     old = None
     if dest.exists() or dest.is_symlink():
         old = Path(tempfile.mkdtemp(prefix=_prefix(dest), suffix=".old", dir=dest.parent))

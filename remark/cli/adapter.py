@@ -38,7 +38,15 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "adapter", type=Path, help="adapter folder (adapter_config.json + adapter_model.safetensors)"
     )
-    p.add_argument("--out", type=Path, required=True, help="folder for the merged model and tokenizer")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="folder for the merged model and tokenizer (new, empty, or an earlier merge-adapter --out)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace --out even if it is a folder remark did not write"
+    )
     p.add_argument("--base-model", default=None, metavar="DIR", help="base model (default: the adapter's)")
     p.set_defaults(func=run)
 
@@ -46,6 +54,6 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from eval.adapters import adapter_base, merge_adapter
 
-    out = merge_adapter(args.adapter, args.out, base=args.base_model)
+    out = merge_adapter(args.adapter, args.out, base=args.base_model, force=args.force)
     print(f"merged {args.adapter} into {adapter_base(args.adapter, args.base_model)}: {out}")
     return 0

@@ -1,20 +1,22 @@
 """``remark curve``: ScaleRL compute curves (predict, crossover, fit an eval log, compare two runs).
 
 A thin layer over :mod:`remark.planning.curves` and :mod:`remark.planning.logs`; every subcommand prints
-text, or one JSON object with ``--json``.
+text, or one JSON object with ``--json``. ``--plot`` is a single-file output
+(``catalog.shared.outputs.atomic_file``, kind ``curve-plot``): ``.png``, ``.pdf`` or ``.svg``, never one of
+the logs read nor inside their runs, an existing file only when it is an earlier ``--plot`` (or ``--force``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from catalog.shared.errors import InputError
 
 X_CHOICES = ("steps", "samples", "gpu_hours")
+#: the ``catalog.shared.outputs.atomic_file`` kind of a ``--plot``.
+PLOT_KIND = "curve-plot"
 
 
 def add_parser(subparsers) -> None:
@@ -51,7 +53,18 @@ def add_parser(subparsers) -> None:
         f.add_argument("--r0", type=float, default=None, help="fixed R0 (default: the first validation)")
         f.add_argument("--min-x", type=float, default=None, help="drop points with compute below this")
         f.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
-        f.add_argument("--plot", type=Path, default=None, metavar="PNG", help="write a plot")
+        f.add_argument(
+            "--plot",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="write a plot (.png, .pdf or .svg; a new file or an earlier --plot)",
+        )
+        f.add_argument(
+            "--force",
+            action="store_true",
+            help="let --plot replace a file remark did not write (never an input)",
+        )
         f.add_argument("--json", action="store_true", help="print one JSON object")
         f.set_defaults(func=func)
 
@@ -127,11 +140,39 @@ def _describe(name: str, series, fit) -> str:
     return "\n".join(lines)
 
 
+def _plot_inputs(logs: list[str]) -> list[Path]:
+    """What ``--plot`` may never touch: each log and the folder it lies in (its run)."""
+    from remark.planning.logs import resolve_log_path
+
+    out: list[Path] = []
+    for log in logs:
+        path = resolve_log_path(log)
+        out += [path, path.parent]
+    return out
+
+
+def _check_plot(args: argparse.Namespace) -> str | None:
+    """The ``--plot`` format, or None without ``--plot``; refused (``InputError``) before any fit."""
+    if args.plot is None:
+        return None
+    from catalog.shared.outputs import PLOT_FORMATS, check_output_file
+
+    return check_output_file(
+        args.plot,
+        PLOT_KIND,
+        formats=PLOT_FORMATS,
+        inputs=_plot_inputs(args.logs),
+        force=args.force,
+        field="--plot",
+    )
+
+
 def _fit(args: argparse.Namespace) -> int:
+    _check_plot(args)
     series, fit = _load_fit(args.logs[0], args)
     out = {"log": str(series.path), "x": series.x, "metric": series.metric} | fit.to_dict()
     if args.plot:
-        _plot([(series, fit, "run")], args.plot, crossings=[])
+        _plot([(series, fit, "run")], args, crossings=[])
         out["plot"] = str(args.plot)
     print(json.dumps(out) if args.json else _describe("", series, fit))
     return 0
@@ -140,6 +181,7 @@ def _fit(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from remark.planning.curves import compare_fits
 
+    _check_plot(args)
     (sa, fa), (sb, fb) = (_load_fit(log, args) for log in args.logs)
     cmp = compare_fits(fa, fb)
     out = {
@@ -149,7 +191,7 @@ def _compare(args: argparse.Namespace) -> int:
         "metric": sa.metric,
     } | cmp
     if args.plot:
-        _plot([(sa, fa, "a"), (sb, fb, "b")], args.plot, crossings=cmp["crossovers"])
+        _plot([(sa, fa, "a"), (sb, fb, "b")], args, crossings=cmp["crossovers"])
         out["plot"] = str(args.plot)
     if args.json:
         print(json.dumps(out))
@@ -167,15 +209,16 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plot(items, path: Path, *, crossings: list[float]) -> None:
-    """Points, fitted curves, ceilings (dashed) and C_mid (dotted) on a log-x axis; written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _plot(items, args: argparse.Namespace, *, crossings: list[float]) -> None:
+    """Points, fitted curves, ceilings (dashed) and C_mid (dotted) on a log-x axis, written to ``args.plot``
+    (``catalog.shared.outputs.atomic_file``, in the format its extension names)."""
     import numpy as np
+    from matplotlib.figure import Figure
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    from catalog.shared.outputs import PLOT_FORMATS, atomic_file
+
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
     c_hi = max(max(s.c.max(), 3 * f.params.c_mid) for s, f, _ in items)
     c_lo = min(s.c[s.c > 0].min() for s, _, _ in items)
     grid = np.geomspace(c_lo, c_hi, 300)
@@ -193,14 +236,9 @@ def _plot(items, path: Path, *, crossings: list[float]) -> None:
     ax.set_ylabel(items[0][0].metric)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}", suffix=".png")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    fmt = _check_plot(args)
+    inputs = _plot_inputs(args.logs)
+    with atomic_file(
+        args.plot, PLOT_KIND, formats=PLOT_FORMATS, inputs=inputs, force=args.force, field="--plot"
+    ) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=120)

@@ -23,6 +23,9 @@ from remark.algos.registry import choices_help, lists_alone, offered
 from remark.cli.args import positive_int
 from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
 
+#: the ``catalog.shared.outputs.atomic_file`` kind of ``--pass-rates-out``.
+PASS_RATES_KIND = "pass-rates"
+
 
 def add_parser(subparsers) -> None:
     schemes = offered("reward")
@@ -74,7 +77,15 @@ def add_parser(subparsers) -> None:
         + ", ".join(d.name for d in pass_rate),
     )
     p.add_argument(
-        "--pass-rates-out", type=Path, default=None, help="write per-request pass rates (.parquet or .jsonl)"
+        "--pass-rates-out",
+        type=Path,
+        default=None,
+        help="write per-request pass rates (.parquet, .jsonl or .csv; a new file or an earlier --pass-rates-out)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="let --pass-rates-out replace a file remark did not write (never an input)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
@@ -146,12 +157,16 @@ def _ground_completions(texts: dict[str, list[str]], catalog: Any, grounding: An
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from catalog.shared.outputs import atomic_write, check_inputs
+    from catalog.shared.outputs import TABLE_FORMATS, atomic_file, check_output_file
     from data_prep.dataset import load_dataset
     from remark.diagnose import diagnose, popularity_lists, popularity_prior
 
-    if args.pass_rates_out is not None:  # refuse before the work: never write into the dataset read
-        check_inputs(args.pass_rates_out, [args.dataset, args.lists], field="--pass-rates-out")
+    out_check = dict(
+        formats=TABLE_FORMATS, inputs=[args.dataset, args.lists], force=args.force, field="--pass-rates-out"
+    )
+    fmt = None
+    if args.pass_rates_out is not None:  # refuse before the work: never an input, nor a foreign file
+        fmt = check_output_file(args.pass_rates_out, PASS_RATES_KIND, **out_check)
     if args.group_size < 2:
         raise InputError(f"--group-size {args.group_size}", field="group-size", hint="use 2 or more")
     ds = load_dataset(args.dataset)
@@ -201,10 +216,11 @@ def run(args: argparse.Namespace) -> int:
     )
     result.notes.update(notes)
     if args.pass_rates_out is not None:
-        out = args.pass_rates_out
-        with atomic_write(out, inputs=[args.dataset, args.lists]) as tmp:
-            if out.suffix == ".parquet":
+        with atomic_file(args.pass_rates_out, PASS_RATES_KIND, **out_check) as tmp:
+            if fmt == "parquet":
                 result.pass_rates.write_parquet(tmp)
+            elif fmt == "csv":
+                result.pass_rates.write_csv(tmp)
             else:
                 result.pass_rates.write_ndjson(tmp)
     if args.json:

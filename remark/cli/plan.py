@@ -23,7 +23,7 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--profile", required=True, help="cost profile JSON (bench/gpu_check.py)")
     p.add_argument(
-        "--pass-rates", required=True, help="parquet or JSON lines (remark diagnose --pass-rates-out)"
+        "--pass-rates", required=True, help="parquet, CSV or JSON lines (remark diagnose --pass-rates-out)"
     )
     p.add_argument(
         "--memory-budget", type=positive_float, required=True, metavar="GB", help="peak memory budget in GB"

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from catalog.shared.outputs import atomic_write
 from remark.demo.settings import METHODS
 
 
@@ -73,7 +74,7 @@ def plot_validation(result: dict[str, Any], path: Path, *, lists: str, k: int, s
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
     return path

@@ -41,7 +41,6 @@ sampler's position is not comparable across G: resume with ``ignore_data_skip=Tr
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -246,13 +245,12 @@ class GroupSizeAdvisor(TrainerCallback):
 
 
 def write_recommendation(checkpoint_dir: str | Path, rec: dict) -> Path:
-    """Write ``rec`` as ``<checkpoint_dir>/group_size_recommendation.json`` atomically (temp + rename)."""
-    d = Path(checkpoint_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / RECOMMENDATION_FILE
-    tmp = d / f".{RECOMMENDATION_FILE}.tmp"
-    tmp.write_text(json.dumps(rec, indent=2, default=float) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``rec`` as ``<checkpoint_dir>/group_size_recommendation.json`` (``catalog.shared.outputs.atomic_write``)."""
+    from catalog.shared.outputs import atomic_write
+
+    path = Path(checkpoint_dir) / RECOMMENDATION_FILE
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(rec, indent=2, default=float) + "\n", encoding="utf-8")
     return path
 
 

@@ -141,7 +141,7 @@ class PassRates:
 
 
 def read_pass_rates(path: str | Path) -> PassRates:
-    """Read the "Pass rates" contract from parquet (``.parquet``) or JSON lines (anything else).
+    """Read the "Pass rates" contract from parquet (``.parquet``), CSV (``.csv``) or JSON lines (anything else).
 
     Rows must have a string ``request_id`` (unique), ``pass_rate`` in [0, 1] and, when the column is
     present, a positive integer ``n_samples`` on every row.
@@ -151,13 +151,17 @@ def read_pass_rates(path: str | Path) -> PassRates:
         raise InputError(
             "pass-rates file not found", path=p, hint="write it with remark diagnose --pass-rates-out"
         )
-    if p.suffix == ".parquet":
+    if p.suffix in (".parquet", ".csv"):
         import polars as pl
 
         try:
-            df = pl.read_parquet(p)
+            df = (
+                pl.read_parquet(p)
+                if p.suffix == ".parquet"
+                else pl.read_csv(p, schema_overrides={"request_id": pl.String})
+            )
         except Exception as err:  # polars raises several types for a broken file
-            raise InputError(f"cannot read parquet: {err}", path=p) from None
+            raise InputError(f"cannot read {p.suffix[1:]}: {err}", path=p) from None
         rows = list(enumerate(df.to_dicts(), start=1))
     else:
         rows = _read_jsonl(p)

@@ -269,7 +269,9 @@ class ValidationCallback(TrainerCallback):
         value = values.get(self.metric)
         if value is not None and (self.best is None or value > self.best["value"]):
             self.best = {"step": step, "metric": self.metric, "value": value}
-            with atomic_dir(out / "best", "train-best", force=True) as tmp:  # the run owns output_dir
+            with atomic_dir(
+                out / "best", "train-best", force=True, field="output_dir"
+            ) as tmp:  # the run owns output_dir
                 model.save_pretrained(tmp)
                 tokenizer.save_pretrained(tmp)
                 (tmp / "best.json").write_text(json.dumps(self.best, indent=2) + "\n")

@@ -1,6 +1,16 @@
-"""A run's ``output_dir`` before training starts: a previous run found and refused or cleared
-(``remark train --overwrite``), the checkpoint to resume from (``--resume``), and the group size a
-resumed run continues with.
+"""A run's ``output_dir`` before training starts: a folder a run may not write into refused, a previous run
+found and refused or cleared (``remark train --overwrite``), the checkpoint to resume from (``--resume``),
+and the group size a resumed run continues with.
+
+A run writes many files into ``output_dir``, so ``output_dir`` may not be another command's output or an
+input (:func:`check_run_dir`, nothing overrides it): not a folder written whole by
+``catalog.shared.outputs.atomic_dir`` nor inside one (a dataset, a model, ``best/``, a score folder), not a
+prepared dataset or a model folder without that marker, and not one of the run's inputs (``data_dir``, the
+model, ``validation_data_dir``, ``baseline_run``) nor inside one. Its ``README.md`` (TRL's draft model
+card, written at each checkpoint) is an owned single file of kind :data:`RUN_KIND`
+(``catalog.shared.outputs.atomic_file``): a ``README.md`` the run did not write is refused up front and
+never replaced (:func:`write_run_card`); the run's own cards are ``best/README.md`` and
+``final/README.md``.
 
 A new run refuses an ``output_dir`` that holds a previous run (its logs, eval tables, ``best/``,
 ``final/``, checkpoints or summary), which it would otherwise mix with its own; ``overwrite=True``
@@ -15,11 +25,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import output_kind
+from catalog.shared.outputs import atomic_file, file_kind, output_kind, owning_output
 from remark.step.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
 
 #: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
@@ -39,6 +50,113 @@ RUN_OUTPUTS = (
 SETUP_OUTPUTS = ("remark_config.json", "runs", "merged_base")
 #: the ``catalog.shared.outputs.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
 MERGED_KIND = "merged-model"
+#: the ``catalog.shared.outputs.atomic_file`` kind of the single files a run writes in ``output_dir``.
+RUN_KIND = "train"
+#: TRL's draft model card in ``output_dir``.
+RUN_CARD = "README.md"
+#: what a folder holds that makes it a prepared dataset, or a model (any one file of the second group).
+DATASET_FILES = ("meta.json", "requests.parquet")
+MODEL_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "adapter_config.json",
+)
+
+
+def _describe_kind(kind: str) -> str:
+    from data_prep.dataset import DATASET_KIND
+
+    if kind == DATASET_KIND:
+        return "a prepared dataset"
+    if kind in ("sft", "train-best", "train-final", "merged-model", "tiny-model"):
+        return "a model"
+    return "a folder remark writes whole"
+
+
+def _is_trl_card(path: Path) -> bool:
+    """Whether ``path`` reads as the draft card TRL writes (its YAML header tags ``generated_from_trainer``
+    and ``trl``): what an earlier run left before runs recorded their ``README.md``."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:2000]
+    except OSError:
+        return False
+    header = head.split("\n---", 1)[0] if head.startswith("---") else ""
+    return "- generated_from_trainer" in header and "- trl" in header
+
+
+def run_card_is_ours(output_dir: str | Path) -> bool:
+    """Whether the run may write ``output_dir/README.md``: absent, recorded as the run's, or TRL's draft card
+    left by an earlier run of this folder (before runs recorded it)."""
+    card = Path(output_dir) / RUN_CARD
+    if not (card.exists() or card.is_symlink()):
+        return True
+    if file_kind(card) == RUN_KIND:
+        return True
+    earlier = [p for p in previous_run(output_dir) if p.name not in SETUP_OUTPUTS]
+    return bool(earlier) and not card.is_symlink() and _is_trl_card(card)
+
+
+def write_run_card(output_dir: str | Path, text: str) -> bool:
+    """Write TRL's draft card ``text`` as ``output_dir/README.md`` (atomically, recorded as the run's);
+    False, writing nothing, when a ``README.md`` the run did not write is there."""
+    if not run_card_is_ours(output_dir):
+        return False
+    with atomic_file(Path(output_dir) / RUN_CARD, RUN_KIND, force=True, field="output_dir") as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return True
+
+
+def check_run_dir(output_dir: str | Path, inputs: Sequence[str | Path | None] = ()) -> None:
+    """Refuse (``InputError``, before anything loads) an ``output_dir`` a run may not write into (see the
+    module docstring); ``inputs`` are the run's input paths (hub ids and None are skipped)."""
+    root = Path(output_dir)
+    here = Path(os.path.abspath(root)).resolve()
+    for item in inputs:
+        if item is None or not Path(item).exists():
+            continue
+        other = Path(os.path.abspath(item)).resolve()
+        if here == other or here.is_relative_to(other):
+            how = "is" if here == other else "lies inside"
+            raise InputError(
+                f"output_dir {how} the run's input {item}; the run's files would be written into it",
+                path=output_dir,
+                field="output_dir",
+                hint="set output_dir to a folder of its own, e.g. runs/NAME; --overwrite does not override this",
+            )
+    owner = owning_output(root)
+    if owner is not None:
+        folder, kind = owner
+        where = "is" if folder == Path(os.path.abspath(root)) else f"lies inside {folder},"
+        raise InputError(
+            f"output_dir {where} the output of {kind!r} ({_describe_kind(kind)}); a run's files would change it",
+            path=output_dir,
+            field="output_dir",
+            hint="set output_dir to a folder of its own, e.g. runs/NAME; --overwrite does not override this",
+        )
+    what = None
+    if all((root / name).is_file() for name in DATASET_FILES):
+        what = "a prepared dataset (meta.json, requests.parquet)"
+    elif (root / "config.json").is_file() and any((root / name).is_file() for name in MODEL_FILES):
+        what = "a model folder (config.json and weights)"
+    elif (root / "adapter_config.json").is_file():
+        what = "an adapter folder (adapter_config.json)"
+    if what is not None:
+        raise InputError(
+            f"output_dir is {what}; a run's files would be written into it",
+            path=output_dir,
+            field="output_dir",
+            hint="set output_dir to a folder of its own, e.g. runs/NAME; --overwrite does not override this",
+        )
+    if not run_card_is_ours(root):
+        raise InputError(
+            "refusing to replace a file that remark did not write (a run writes TRL's draft model card "
+            "there at each checkpoint)",
+            path=root / RUN_CARD,
+            field="output_dir",
+            hint="move or rename your README.md, or set another output_dir; the run's own cards are "
+            "best/README.md and final/README.md",
+        )
 
 
 def _valid_group_sizes(cfg: Any, limit: int = 64) -> list[int]:

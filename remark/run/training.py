@@ -16,8 +16,9 @@ Grounding: the reward and the validation ground with the dataset's settings (``m
 printed, ``remark_config.json`` holds the settings used, ``train_summary.json["grounding"]`` what was used,
 what the dataset says and what was overridden.
 
-A used ``output_dir`` is refused or cleared (``overwrite``), and ``resume`` picks the newest complete
-checkpoint, before anything loads (``remark.run.output_dir``). ``best/`` and
+An ``output_dir`` that is another command's output (a dataset, a model) or an input, or that holds a
+``README.md`` the run did not write, is refused; a used one is refused or cleared (``overwrite``); and
+``resume`` picks the newest complete checkpoint: all before anything loads (``remark.run.output_dir``). ``best/`` and
 ``final/`` are written whole, model card included, and swapped in (``catalog.shared.outputs.atomic_dir``).
 ``build_tiny`` first builds a synthetic dataset and an SFT-warmed tiny model under
 ``output_dir/assets`` (``remark.run.build_tiny``).
@@ -42,7 +43,13 @@ from catalog.shared.versions import package_versions
 from remark.config import RemarkGRPOConfig
 from remark.run.build_tiny import build_tiny_assets
 from remark.run.cards import set_card_total, write_folder_card
-from remark.run.output_dir import _valid_group_sizes, prepare_output_dir, resume_checkpoint, resume_group_size
+from remark.run.output_dir import (
+    _valid_group_sizes,
+    check_run_dir,
+    prepare_output_dir,
+    resume_checkpoint,
+    resume_group_size,
+)
 
 __all__ = ["FINAL_KIND", "policy_model", "run_training"]
 
@@ -117,6 +124,14 @@ def _run_training(
     from remark.step.trainer import RemarkGRPOTrainer
 
     validate_paths(cfg, skip=("data_dir", "model_name_or_path") if cfg.build_tiny is not None else ())
+    inputs = (
+        cfg.data_dir,
+        cfg.model_name_or_path,
+        cfg.adapter_base_model,
+        cfg.validation_data_dir,
+        cfg.baseline_run,
+    )
+    check_run_dir(cfg.output_dir, inputs)
     removed = prepare_output_dir(cfg.output_dir, resume=bool(resume), overwrite=overwrite)
     if removed and int(os.environ.get("RANK", "0")) == 0:
         print(
@@ -247,7 +262,11 @@ def _save_final(trainer: Any, tokenizer: Any, dest: Path, *, card: Any = None) -
     """Model, tokenizer and model card (``card(folder)``, main process) into one temporary folder (the same
     on every process), swapped in as ``dest``."""
     acc = trainer.accelerator
-    writing = atomic_dir(dest, FINAL_KIND, force=True) if acc.is_main_process else contextlib.nullcontext()
+    writing = (
+        atomic_dir(dest, FINAL_KIND, force=True, field="output_dir")
+        if acc.is_main_process
+        else contextlib.nullcontext()
+    )
     with writing as tmp:
         target = [None if tmp is None else str(tmp)]
         if acc.num_processes > 1:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -122,6 +123,28 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
                 "log-probs are the policy's own",
                 args.vllm_importance_sampling_mode,
             )
+
+    def create_model_card(self, model_name: Any = None, dataset_name: Any = None, tags: Any = None) -> None:
+        """TRL's draft card, ``output_dir/README.md``, written atomically as a file the run owns
+        (``remark.run.output_dir.write_run_card``): a ``README.md`` the run did not write is never replaced."""
+        if not self.is_world_process_zero():
+            return
+        import tempfile
+
+        from remark.run.output_dir import write_run_card
+
+        out = self.args.output_dir
+        with (
+            tempfile.TemporaryDirectory() as scratch
+        ):  # TRL saves to args.output_dir; take its text from here
+            try:
+                self.args.output_dir = scratch
+                super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+            finally:
+                self.args.output_dir = out
+            text = (Path(scratch) / "README.md").read_text(encoding="utf-8")
+        if not write_run_card(out, text):
+            logger.info("%s/README.md is not the run's: TRL's draft model card was not written", out)
 
     # -- steps 1 and 2: TRL's round (which scores), then the rank step ------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:

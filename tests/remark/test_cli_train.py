@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from catalog.shared.outputs import file_kind
 from remark.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,3 +49,5 @@ def test_tiny_cpu_config_trains_validates_and_summarises(tmp_path, capsys):
     assert (out / "final" / "model.safetensors").is_file()
     assert json.loads((out / "remark_config.json").read_text())["reward_scheme"] == "union"
     assert (out / "assets" / "data" / "requests.parquet").is_file()
+    # TRL's draft card in output_dir is the run's own file (recorded, so a rerun may replace it)
+    assert file_kind(out / "README.md") == "train" and "- trl" in (out / "README.md").read_text()

@@ -86,11 +86,11 @@ def score_flags(p: argparse.ArgumentParser) -> None:
     ci_flags(p)
 
 
-def force_flag(p: argparse.ArgumentParser) -> None:
+def force_flag(p: argparse.ArgumentParser, flag: str = "--out", what: str = "a folder") -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace --out even if it is a folder this command did not write (never an input)",
+        help=f"replace {flag} even if it is {what} this command did not write (never an input)",
     )
 
 

@@ -179,7 +179,13 @@ def add_parser(subparsers: Any) -> None:
         "%(default)s; a name that is not logged lists those that are",
     )
     st.add_argument("--step", type=int, default=None, help="baseline step S (default: its last validation)")
-    st.add_argument("--plot", type=Path, default=None, help="also write both curves with CI bands here (PNG)")
+    st.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help="also write both curves with CI bands here (.png, .pdf or .svg; a new file or an earlier --plot)",
+    )
+    force_flag(st, "--plot", "a file")
     ci_flags(st, method="percentile", resamples=9999)
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=run_steps)
@@ -192,7 +198,13 @@ def add_parser(subparsers: Any) -> None:
         help="metric as in eval steps (eval/... or sampled/...; default %(default)s)",
     )
     cu.add_argument("--x", default="step", help="x axis: step, samples, gpu_hours, wall_s (default step)")
-    cu.add_argument("--out", type=Path, required=True, help="PNG path")
+    cu.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="plot file: .png, .pdf or .svg (new, or an earlier `eval curves`)",
+    )
+    force_flag(cu, "--out", "a file")
     ci_flags(cu, method="percentile", resamples=2000)
     cu.set_defaults(func=run_curves)
 
@@ -200,7 +212,13 @@ def add_parser(subparsers: Any) -> None:
     cp.add_argument(
         "input", type=Path, help="ProtoQA predictions (.jsonl of {qid: [...]} or one JSON object)"
     )
-    cp.add_argument("--out", type=Path, required=True, help="output predictions JSONL")
+    cp.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="output predictions, .jsonl (new, or an earlier `eval convert-protoqa --out`)",
+    )
+    force_flag(cp, "--out", "a file")
     cp.set_defaults(func=run_convert)
 
     pe = sub.add_parser(

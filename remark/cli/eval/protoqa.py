@@ -11,7 +11,7 @@ import json
 def run_convert(args: argparse.Namespace) -> int:
     from eval.protoqa import convert_protoqa_predictions
 
-    n = convert_protoqa_predictions(args.input, args.out)
+    n = convert_protoqa_predictions(args.input, args.out, force=args.force)
     print(f"wrote {args.out} ({n} questions)")
     return 0
 

@@ -10,18 +10,36 @@ import math
 
 from remark.cli.eval.flags import bootstrap_config
 
+#: the ``catalog.shared.outputs.atomic_file`` kinds of ``eval steps --plot`` and ``eval curves --out``.
+STEPS_PLOT_KIND = "eval-steps-plot"
+CURVES_KIND = "eval-curves"
+
 
 def run_steps(args: argparse.Namespace) -> int:
+    from catalog.shared.outputs import PLOT_FORMATS, check_output_file
     from eval.report import plot_curves
     from eval.steps import resolve_metric, steps_to_reach, validation_curve
 
+    inputs = [args.run, args.baseline]
+    if args.plot is not None:  # refused before any work
+        check_output_file(
+            args.plot, STEPS_PLOT_KIND, formats=PLOT_FORMATS, inputs=inputs, force=args.force, field="--plot"
+        )
     cfg = bootstrap_config(args)
     (run, key), (base, _) = resolve_metric([args.run, args.baseline], args.metric)
     res = steps_to_reach(run, base, key=key, baseline_step=args.step, config=cfg)
     res["runs"] = {"run": str(run), "baseline": str(base)}
     if args.plot is not None:
         curves = [validation_curve(d, key, config=cfg) for d in (run, base)]
-        plot_curves(curves, args.plot, reach=res, inputs=[args.run, args.baseline])
+        plot_curves(
+            curves,
+            args.plot,
+            reach=res,
+            inputs=inputs,
+            kind=STEPS_PLOT_KIND,
+            force=args.force,
+            field="--plot",
+        )
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -43,10 +61,13 @@ def run_steps(args: argparse.Namespace) -> int:
 
 
 def run_curves(args: argparse.Namespace) -> int:
+    from catalog.shared.outputs import PLOT_FORMATS, check_output_file
     from eval.report import plot_curves
     from eval.steps import resolve_metric, validation_curve
 
+    check_output_file(args.out, CURVES_KIND, formats=PLOT_FORMATS, inputs=args.runs, force=args.force)
     resolved = resolve_metric(args.runs, args.metric)
     curves = [validation_curve(d, key, x=args.x, config=bootstrap_config(args)) for d, key in resolved]
-    print(f"wrote {plot_curves(curves, args.out, inputs=args.runs)}")
+    written = plot_curves(curves, args.out, inputs=args.runs, kind=CURVES_KIND, force=args.force)
+    print(f"wrote {written}")
     return 0

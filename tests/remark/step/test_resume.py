@@ -140,6 +140,7 @@ def test_a_used_output_dir_is_refused_and_overwrite_clears_only_the_old_run(
     (run / "assets").mkdir()
     (run / "assets" / "build.json").write_text("{}")
     assert sorted(p.name for p in run.iterdir()) == [
+        ".remark-outputs.json",  # records README.md as the run's own file
         "README.md",  # TRL's model card, rewritten at every checkpoint save
         "assets",
         "best",
