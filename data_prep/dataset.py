@@ -26,6 +26,7 @@ the choice says so.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
@@ -171,6 +172,19 @@ def load_dataset(directory: str | Path) -> PooledDataset:
 
 
 # -- the grounding contract ---------------------------------------------------------------------------
+def dataset_identity(ds: PooledDataset) -> dict[str, str | None]:
+    """What a score records of the dataset it was scored on: its folder and a sha256 over its request and
+    catalog files (None for a dataset built in memory). Two scores compare only when the hashes agree, so
+    a moved copy still compares and two datasets that share request ids do not."""
+    if ds.path is None:
+        return {"path": None, "sha256": None}
+    digest = hashlib.sha256()
+    for name in ("requests.parquet", "catalog.parquet"):
+        with open(Path(ds.path) / name, "rb") as fh:
+            digest.update(hashlib.file_digest(fh, "sha256").digest())
+    return {"path": str(ds.path), "sha256": digest.hexdigest()}
+
+
 def dataset_grounding(meta: Mapping[str, Any], *, path: str | None = None) -> tuple[GroundingSettings, str]:
     """(the dataset's grounding settings, where they came from) from a ``meta.json`` object.
 

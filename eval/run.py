@@ -46,7 +46,7 @@ from catalog.lists import parse_lists
 from catalog.match import GroundingSettings, Matcher
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, check_output_dir
-from data_prep.dataset import load_dataset
+from data_prep.dataset import dataset_identity, load_dataset
 from eval.adapters import adapter_base, is_adapter_dir
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
 from eval.generate import DEFAULT_GENERATION, NO_ADAPTER, AdapterLoad, GenerationConfig, generate_lists
@@ -201,6 +201,7 @@ def evaluate_model(
         "grounding": grounding_record(choice, warnings),
         "split": split,
         "data": str(data_dir),
+        "dataset": dataset_identity(ds),
         "model": str(model_dir),
         "limit": limit,
     }

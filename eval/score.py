@@ -47,7 +47,7 @@ from catalog.parse import parse_line
 from catalog.shared.errors import InputError
 from catalog.shared.files import iter_jsonl
 from catalog.shared.versions import package_versions
-from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding
+from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding, dataset_identity
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.views import VIEWS, ScoredLists, key_views, score_lists, split_key
@@ -306,6 +306,7 @@ def score_predictions(
         "grounding": grounding_record(choice, warnings),
         "split": ALL_SPLITS if split is None else split,
         "predictions": preds.path,
+        "dataset": dataset_identity(dataset),
     }
     result = summarize(scored, config, settings=settings, warnings=warnings)
     scored.per_row = per_row_table(scored, aligned.requests, dataset.responder_rows)

@@ -231,6 +231,38 @@ def eval_run_metrics(eval_dir: str | Path) -> dict[str, Any]:
     }
 
 
+def _check_test_belongs(folder: Path, card: dict[str, Any], eval_dir: Path) -> None:
+    """``eval_dir`` evaluated this model (its ``settings.model`` is ``folder``) on this model's dataset (the
+    sha256 of the dataset files it recorded equals that of the card's dataset), or ``InputError``."""
+    from catalog.shared.errors import InputError
+    from data_prep.dataset import dataset_identity, load_dataset
+
+    path = eval_dir / "metrics.json"
+    if not path.is_file():
+        return  # eval_run_metrics says what is missing
+    settings = json.loads(path.read_text()).get("settings", {})
+    model = settings.get("model")
+    if model is None or Path(model).resolve() != folder.resolve():
+        raise InputError(
+            f"this evaluation is of another model ({model}), not of {folder}",
+            path=eval_dir,
+            field="--test",
+            hint=f"evaluate this model: remark eval run --model {folder} --data DATASET --out DIR, then pass DIR",
+        )
+    data = (card.get("dataset") or {}).get("path")
+    recorded = (settings.get("dataset") or {}).get("sha256")
+    if data and Path(data, "requests.parquet").is_file() and recorded:
+        ours = dataset_identity(load_dataset(data))["sha256"]
+        if ours != recorded:
+            raise InputError(
+                f"this evaluation was scored on another dataset ({settings.get('data')}) than the one {folder} "
+                f"was trained on ({data}): the card's test section would describe another data set",
+                path=eval_dir,
+                field="--test",
+                hint=f"evaluate on the training dataset: remark eval run --model {folder} --data {data} --split test",
+            )
+
+
 def add_test_metrics(folder: str | Path, eval_dir: str | Path) -> Path:
     """Re-render the card of ``folder`` (from its ``card.json``) with the test metrics of ``eval_dir``."""
     from catalog.shared.errors import InputError
@@ -241,6 +273,7 @@ def add_test_metrics(folder: str | Path, eval_dir: str | Path) -> Path:
             "no card.json: this folder's card was not written by remark train", path=folder, field="model"
         )
     doc = json.loads((folder / CARD_JSON).read_text())
+    _check_test_belongs(folder, doc, Path(eval_dir))
     kind, step, total = doc.pop("kind"), doc.pop("step"), doc.pop("total_steps")
     doc["test"] = eval_run_metrics(eval_dir)
     return write_model_card(folder, doc, kind=kind, step=step, total_steps=total)

@@ -112,17 +112,35 @@ def _sides(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
     return a * n if len(a) == 1 else a, b * n if len(b) == 1 else b
 
 
+def _dataset_sha(settings: dict) -> str | None:
+    d = settings.get("dataset")
+    return d.get("sha256") if isinstance(d, dict) else None
+
+
 def _check_alike(runs: list[tuple[str, dict]]) -> None:
-    """Every run scored with the first one's compaction and grounding (where both record them)."""
-    for key, get in (("compact", lambda s: s.get("compact")), ("grounding", _grounding_used)):
+    """Every run scored on the first one's dataset (the sha256 of its files) and split, with its compaction
+    and grounding (where both record them)."""
+    checks = (
+        ("dataset", _dataset_sha),
+        ("split", lambda s: s.get("split")),
+        ("compact", lambda s: s.get("compact")),
+        ("grounding", _grounding_used),
+    )
+    for key, get in checks:
         recorded = [(label, get(settings)) for label, settings in runs if get(settings) is not None]
         for label, value in recorded[1:]:
             first, v0 = recorded[0]
             if not _same(v0, value):
+                shown = (v0[:12], value[:12]) if key == "dataset" else (v0, value)
                 raise InputError(
-                    f"{first} and {label} were scored with different {key} ({v0} vs {value})",
+                    f"{first} and {label} were scored with different {key} ({shown[0]} vs {shown[1]})"
+                    + (
+                        " (the dataset files' sha256 differ: another dataset, or one prepared again)"
+                        if key == "dataset"
+                        else ""
+                    ),
                     field=key,
-                    hint="score both the same way before comparing",
+                    hint="score both on the same split of the same dataset, the same way, before comparing",
                 )
 
 
