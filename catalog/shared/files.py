@@ -21,12 +21,17 @@ error names the file, the line (for JSON lines) and the field (``grounding.match
 
 ``read_table(path)`` reads CSV, parquet, JSON (a list of records) or JSON lines by extension into a
 polars frame; unreadable input raises ``InputError`` naming the file.
+
+Weights are not text: :func:`safetensors_problem` checks a safetensors file's header (its length, its
+JSON, each tensor's dtype, shape and byte range) without loading a tensor, so that a damaged file is
+named before ``safetensors`` fails with "header too large" deep in a load.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -40,6 +45,13 @@ if TYPE_CHECKING:
 UTF8_HINT = "save it as UTF-8, e.g. with iconv -f latin1 -t utf-8"
 BOM = b"\xef\xbb\xbf"
 
+#: bytes per element of each safetensors dtype (``safetensors``' own table)
+SAFETENSORS_DTYPES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+}  # fmt: skip
+#: a safetensors header longer than this is refused by ``safetensors`` itself ("header too large")
+SAFETENSORS_MAX_HEADER = 100_000_000
 #: a field's type in a :func:`check_fields` schema: a type, a tuple of types, or a nested schema
 FieldType = type | None | tuple[type | None, ...] | Mapping[str, Any]
 Schema = Mapping[str, FieldType]
@@ -309,3 +321,46 @@ def read_table(
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(f"cannot read as {fmt}: {first}", path=p, hint="check the file's format") from err
     raise InputError(f"unknown table format {fmt!r}", path=p, hint="use csv, tsv, parquet, json or jsonl")
+
+
+def safetensors_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a readable safetensors file (None when its header is sound), without loading
+    a tensor: the 8-byte header length, the header's JSON, and each tensor's dtype, shape and byte range
+    (inside the file, its length = elements x dtype size, the ranges covering the data exactly)."""
+    p = Path(path)
+    size = p.stat().st_size
+    with p.open("rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            return f"{p.name} is {size} bytes, shorter than a safetensors header"
+        n = int.from_bytes(head, "little")
+        if n > min(size - 8, SAFETENSORS_MAX_HEADER):
+            return f"{p.name}'s safetensors header claims {n} bytes in a file of {size}"
+        raw = fh.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return f"{p.name}'s safetensors header is not valid JSON"
+    if not isinstance(header, dict):
+        return f"{p.name}'s safetensors header is not a JSON object"
+    data, covered = size - 8 - n, 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        ok = isinstance(info, dict) and info.get("dtype") in SAFETENSORS_DTYPES
+        shape, offsets = (info.get("shape"), info.get("data_offsets")) if ok else (None, None)
+        ok = ok and isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)
+        ok = (
+            ok
+            and isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(isinstance(o, int) for o in offsets)
+        )
+        if not ok or not 0 <= offsets[0] <= offsets[1] <= data:
+            return f"{p.name}'s safetensors header entry {name!r} is damaged"
+        if offsets[1] - offsets[0] != math.prod(shape) * SAFETENSORS_DTYPES[info["dtype"]]:
+            return f"{p.name}'s tensor {name!r} has a byte range that does not fit its shape"
+        covered = max(covered, offsets[1])
+    if covered != data:
+        return f"{p.name}'s safetensors header describes {covered} bytes of tensors, the file holds {data}"
+    return None

@@ -228,9 +228,10 @@ def _extra(meta: dict) -> dict:
 
 def _report(args: argparse.Namespace, ds) -> int:
     """Print the written dataset's stats (JSON with --json)."""
+    from data_prep.dataset import read_stats
     from data_prep.stats import format_stats
 
-    stats = json.loads((args.out / "stats.json").read_text())
+    stats = read_stats(args.out) or {}
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import random
 import shutil
@@ -68,13 +67,6 @@ MARKER_FORMAT = 2
 MARKER_SCHEMA = {"step": int, "saved_at": float, "files": dict}
 #: what a checkpoint's ``trainer_state.json`` must hold for ``transformers`` to resume from it
 TRAINER_STATE_SCHEMA = {"global_step": int, "log_history": list}
-#: bytes per element of each safetensors dtype (``safetensors``' own table)
-SAFETENSORS_DTYPES = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
-}  # fmt: skip
-#: a safetensors header longer than this is refused by ``safetensors`` itself ("header too large")
-SAFETENSORS_MAX_HEADER = 100_000_000
 
 
 def _jsonable(value: Any) -> Any:
@@ -253,49 +245,6 @@ def read_marker(folder: str | Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def safetensors_problem(path: str | Path) -> str | None:
-    """Why ``path`` is not a readable safetensors file (None when its header is sound), without loading
-    a tensor: the 8-byte header length, the header's JSON, and each tensor's dtype, shape and byte range
-    (inside the file, its length = elements x dtype size, the ranges covering the data exactly)."""
-    p = Path(path)
-    size = p.stat().st_size
-    with p.open("rb") as fh:
-        head = fh.read(8)
-        if len(head) < 8:
-            return f"{p.name} is {size} bytes, shorter than a safetensors header"
-        n = int.from_bytes(head, "little")
-        if n > min(size - 8, SAFETENSORS_MAX_HEADER):
-            return f"{p.name}'s safetensors header claims {n} bytes in a file of {size}"
-        raw = fh.read(n)
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return f"{p.name}'s safetensors header is not valid JSON"
-    if not isinstance(header, dict):
-        return f"{p.name}'s safetensors header is not a JSON object"
-    data, covered = size - 8 - n, 0
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        ok = isinstance(info, dict) and info.get("dtype") in SAFETENSORS_DTYPES
-        shape, offsets = (info.get("shape"), info.get("data_offsets")) if ok else (None, None)
-        ok = ok and isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)
-        ok = (
-            ok
-            and isinstance(offsets, list)
-            and len(offsets) == 2
-            and all(isinstance(o, int) for o in offsets)
-        )
-        if not ok or not 0 <= offsets[0] <= offsets[1] <= data:
-            return f"{p.name}'s safetensors header entry {name!r} is damaged"
-        if offsets[1] - offsets[0] != math.prod(shape) * SAFETENSORS_DTYPES[info["dtype"]]:
-            return f"{p.name}'s tensor {name!r} has a byte range that does not fit its shape"
-        covered = max(covered, offsets[1])
-    if covered != data:
-        return f"{p.name}'s safetensors header describes {covered} bytes of tensors, the file holds {data}"
-    return None
-
-
 def json_state_problem(path: str | Path) -> str | None:
     """Why the JSON file ``path`` of a checkpoint cannot be read back (None when it can): UTF-8, JSON, and
     for ``trainer_state.json`` the fields ``transformers`` resumes from."""
@@ -345,6 +294,8 @@ def inspect_checkpoint(path: str | Path, *, verify: bool = True) -> tuple[str | 
         return None, None
     for name in files:
         if name.endswith(".safetensors"):
+            from catalog.shared.files import safetensors_problem
+
             problem = safetensors_problem(folder / name)
         elif name.endswith(".json"):
             problem = json_state_problem(folder / name)
