@@ -47,7 +47,7 @@ SIZE_INPUTS: dict[str, str] = {
         "refused: eval.generate.kv_cache_bytes (one generate call's KV cache, against the device's free memory)"
     ),
     "remark plan-group-size --candidates": (
-        "refused: remark.planning.group_size candidates x requests arrays (remark.cli.plan)"
+        "refused: remark.cli.plan.BYTES_PER_CELL x candidates x requests (the planner's q arrays)"
     ),
     "remark prep synthetic --n-requests / --n-items": (
         "refused: data_prep.synthetic.synthetic_memory (the threads and pooled tables)"

@@ -119,6 +119,15 @@ def run_synthetic(args: argparse.Namespace) -> int:
     from catalog.match import GroundingSettings
 
     check_output_dir(args.out, DATASET_KIND, force=args.force)
+    from catalog.shared.memory import check_fits
+    from data_prep.synthetic import synthetic_memory
+
+    check_fits(
+        synthetic_memory(args.n_requests, args.n_items),
+        what=f"a synthetic world of {args.n_requests} requests and {args.n_items} items",
+        field="--n-requests",
+        hint="lower --n-requests or --n-items",
+    )
     grounding = GroundingSettings().with_overrides(requested_grounding(args))
     try:
         ds = build_dataset(
