@@ -370,7 +370,7 @@ SIDECARS = [
          {**RUN_MODEL, "run/remark_config.json": "{"}, argv=EVAL_RUN),
     Side("model-config-not-json", ("{t}/run/best/config.json, row 1: not valid JSON",),
          {**RUN_MODEL, "run/best/config.json": "{"}, argv=EVAL_RUN),
-    Side("model-weights-header", ("{t}/run/best/model.safetensors: model.safetensors's safetensors header claims",),
+    Side("model-weights-header", ("{t}/run/best/model.safetensors: the safetensors header of model.safetensors claims",),
          {**RUN_MODEL, "run/best/model.safetensors": "\xff" * 12}, argv=EVAL_RUN),
     Side("train-model-config-not-json", ("run.yaml, row 3, field 'model_name_or_path': {t}/m/config.json", "not valid JSON"),
          {**MODEL, "m/config.json": '{"model_type": }', "run.yaml": "{config}"}, argv="train --config {t}/run.yaml"),
@@ -403,3 +403,16 @@ def test_a_damaged_sidecar_is_one_line_naming_the_file_and_field(case, world, tm
     assert len(line) == 1, err
     for fragment in case.expect:
         assert fragment.replace("{t}", str(t)) in line[0], line[0]
+
+
+def test_ground_reads_stdin_like_a_file(world):
+    """``remark ground`` without a file reads stdin through the same path: BOM and CRLF as clean text."""
+    argv = ["ground", "--catalog", str(world / "cat.csv")]
+    clean = b"Moon (2009)\nPrimer (2004)\n"
+    code, want, err = run_cli(argv, stdin=clean)
+    assert code == 0, err
+    for variant in VARIANTS.values():
+        assert run_cli(argv, stdin=variant(clean))[:2] == (0, want)
+    code, _, err = run_cli(argv, stdin=clean.replace(b"Primer", b"Prim\xe9r"))
+    assert code == 2 and err.strip().endswith("<stdin>, row 2: not UTF-8 text: byte 0xe9 at column 5 is not valid UTF-8 "
+                                              "(invalid continuation byte) (save it as UTF-8, e.g. with iconv -f latin1 -t utf-8)")  # fmt: skip

@@ -100,11 +100,16 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "file", hint: str | 
     return p.read_bytes()
 
 
+def decode_text(data: bytes, path: str | os.PathLike[str] | None) -> str:
+    """:func:`decode_utf8` with CRLF line ends read as LF (text a user may have saved on Windows)."""
+    text = decode_utf8(data, path)
+    return text.replace("\r\n", "\n") if "\r" in text else text
+
+
 def read_text(path: str | os.PathLike[str], *, what: str = "file", hint: str | None = None) -> str:
     """The UTF-8 text of ``path`` with a byte-order mark dropped and CRLF line ends read as LF; a
     missing file, a directory or undecodable bytes raise ``InputError``."""
-    text = decode_utf8(read_bytes(path, what=what, hint=hint), Path(path))
-    return text.replace("\r\n", "\n") if "\r" in text else text
+    return decode_text(read_bytes(path, what=what, hint=hint), Path(path))
 
 
 def _type_name(t: FieldType) -> str:
@@ -335,14 +340,14 @@ def safetensors_problem(path: str | Path) -> str | None:
             return f"{p.name} is {size} bytes, shorter than a safetensors header"
         n = int.from_bytes(head, "little")
         if n > min(size - 8, SAFETENSORS_MAX_HEADER):
-            return f"{p.name}'s safetensors header claims {n} bytes in a file of {size}"
+            return f"the safetensors header of {p.name} claims {n} bytes in a file of {size}"
         raw = fh.read(n)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        return f"{p.name}'s safetensors header is not valid JSON"
+        return f"the safetensors header of {p.name} is not valid JSON"
     if not isinstance(header, dict):
-        return f"{p.name}'s safetensors header is not a JSON object"
+        return f"the safetensors header of {p.name} is not a JSON object"
     data, covered = size - 8 - n, 0
     for name, info in header.items():
         if name == "__metadata__":
@@ -357,10 +362,12 @@ def safetensors_problem(path: str | Path) -> str | None:
             and all(isinstance(o, int) for o in offsets)
         )
         if not ok or not 0 <= offsets[0] <= offsets[1] <= data:
-            return f"{p.name}'s safetensors header entry {name!r} is damaged"
+            return f"the safetensors header of {p.name} has a damaged entry {name!r}"
         if offsets[1] - offsets[0] != math.prod(shape) * SAFETENSORS_DTYPES[info["dtype"]]:
-            return f"{p.name}'s tensor {name!r} has a byte range that does not fit its shape"
+            return f"the safetensors header of {p.name} gives tensor {name!r} a byte range that does not fit its shape"
         covered = max(covered, offsets[1])
     if covered != data:
-        return f"{p.name}'s safetensors header describes {covered} bytes of tensors, the file holds {data}"
+        return (
+            f"the safetensors header of {p.name} describes {covered} bytes of tensors, the file holds {data}"
+        )
     return None

@@ -139,8 +139,10 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
                 if newest is not None
                 else "pass --resume alone to take the newest complete checkpoint in output_dir",
             )
-        if main and note is not None:
-            print(f"resume: note: {note}")
+        if main:
+            if note is not None:
+                print(f"resume: note: {note}")
+            print(f"resume: from {resume}")
         return Path(resume)
     notes: list[str] = []
     chosen, skipped = select_checkpoint(output_dir, notes=notes)

@@ -111,3 +111,34 @@ def test_iter_jsonl_checks_each_line_against_the_schema(tmp_path):
     with pytest.raises(InputError) as err:
         list(iter_jsonl(path, schema={"step": int}))
     assert str(err.value) == f"{path}, row 3, field 'step': expected an integer, got a string (\"two\")"
+
+
+def _safetensors(header: dict, data: bytes) -> bytes:
+    import json as _json
+
+    raw = _json.dumps(header).encode()
+    return len(raw).to_bytes(8, "little") + raw + data
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (_safetensors({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8), None),
+        (b"\x01\x02", "w.safetensors is 2 bytes, shorter than a safetensors header"),
+        (b"\xff" * 16, "the safetensors header of w.safetensors claims 18446744073709551615 bytes in a file of 16"),
+        ((5).to_bytes(8, "little") + b"{oops", "the safetensors header of w.safetensors is not valid JSON"),
+        (_safetensors({"w": {"dtype": "F99", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 8),
+         "the safetensors header of w.safetensors has a damaged entry 'w'"),
+        (_safetensors({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8),
+         "the safetensors header of w.safetensors gives tensor 'w' a byte range that does not fit its shape"),
+        (_safetensors({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 12),
+         "the safetensors header of w.safetensors describes 8 bytes of tensors, the file holds 12"),
+    ],
+    ids=["sound", "short", "header-too-large", "header-not-json", "unknown-dtype", "shape-vs-range", "uncovered"],
+)  # fmt: skip
+def test_safetensors_problem_reads_the_header_only(tmp_path, content, problem):
+    from catalog.shared.files import safetensors_problem
+
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(content)
+    assert safetensors_problem(path) == problem

@@ -156,7 +156,7 @@ INCOMPLETE = {
     ),
     "damaged safetensors header": (
         _damaged_header,
-        "model.safetensors's safetensors header claims 4294967295 bytes in a file of",
+        "the safetensors header of model.safetensors claims 4294967295 bytes in a file of",
     ),
     "damaged trainer state": (_damaged_state, "trainer_state.json is unreadable: not valid JSON"),
     "trainer state without its step": (

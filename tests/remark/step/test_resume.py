@@ -133,7 +133,12 @@ DAMAGE = {
         "model.safetensors does not match its recorded sha256",
     ),
     # the header length itself: safetensors would say "header too large"
-    "weights-header": ("model.safetensors", 0, b"\xff" * 8, "model.safetensors's safetensors header claims"),
+    "weights-header": (
+        "model.safetensors",
+        0,
+        b"\xff" * 8,
+        "the safetensors header of model.safetensors claims",
+    ),
     "trainer-state": ("trainer_state.json", 0, b"#", "trainer_state.json is unreadable: not valid JSON"),
 }
 
