@@ -25,7 +25,6 @@ unless "error" is asked for: conversations refer to both ids.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Literal
 import polars as pl
 
 from catalog.shared.errors import InputError
-from catalog.shared.files import read_table, table_format
+from catalog.shared.files import BOM, read_json, read_table, table_format
 from catalog.shared.outputs import atomic_write
 
 __all__ = ["CATALOG_SCHEMA", "Catalog", "load_catalog"]
@@ -296,10 +295,7 @@ def _dedupe(df: pl.DataFrame, path, on_duplicate: OnDuplicate, *, has_ids: bool)
 
 
 def _load_entity2id(path: Path) -> pl.DataFrame:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot read as JSON: {err}", path=path) from err
+    obj = read_json(path, what="catalog file", hint="format='entity2id'")
     if not isinstance(obj, dict) or not all(isinstance(v, str) for v in obj.values()):
         raise InputError('expected an object {"Title (Year)": "id"}', path=path, hint="format='entity2id'")
     df = pl.DataFrame(
@@ -315,11 +311,11 @@ def _sniff(path: Path) -> str:
     fmt = table_format(path)
     if fmt == "json":
         with path.open("rb") as fh:
-            head = fh.read(4096).lstrip()
+            head = fh.read(4096).removeprefix(BOM).lstrip()
         if head.startswith(b"{"):
             return "entity2id"
     if fmt == "csv":
-        with path.open(encoding="utf-8", errors="replace") as fh:
+        with path.open(encoding="utf-8-sig", errors="replace") as fh:  # a sniff: read_table checks the bytes
             header = fh.readline()
         if "movieName" in header and "movieId" in header:
             return "redial"

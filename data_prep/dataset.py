@@ -49,6 +49,13 @@ from data_prep.stats import dataset_stats
 DATASET_KIND = "prep"
 FILES = ("requests.parquet", "responder_rows.parquet", "catalog.parquet", "meta.json", "stats.json")
 META_KEYS = ("source", "domain", "has_years", "instruction_included")
+#: what ``meta.json`` must hold (``catalog.shared.files.check_fields``), and what it may
+META_SCHEMA = {"source": str, "domain": str, "has_years": bool, "instruction_included": bool}
+META_OPTIONAL = {"grounding": dict, "command": str}
+#: what ``stats.json`` may hold that a command reads back (the rest is printed as written)
+STATS_OPTIONAL = {"requests": int, "prep": (dict, None)}
+PREP_OPTIONAL = {"skipped": (dict, None), "notes": (dict, None), "skip_bad_rows": bool}
+REMAKE_HINT = "the dataset folder is damaged; re-run remark prep to rebuild it"
 #: keys of datasets written before ``meta["grounding"]`` -> the GroundingSettings field they hold
 LEGACY_GROUNDING_KEYS = {
     "match": "match_mode",
@@ -154,13 +161,7 @@ def load_dataset(directory: str | Path) -> PooledDataset:
                 path=d,
                 hint="build one with `remark prep SOURCE --input PATH --out DIR`",
             )
-    try:
-        meta = json.loads((d / "meta.json").read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"invalid JSON ({err.msg})", path=d / "meta.json", row=err.lineno) from err
-    missing = [k for k in META_KEYS if k not in meta]
-    if missing:
-        raise InputError(f"meta lacks {missing}", path=d / "meta.json", field=missing[0])
+    meta = read_meta(d)
     dataset_grounding(meta, path=str(d / "meta.json"))  # a bad grounding record fails here, not mid-run
     return PooledDataset(
         requests=_read(d / "requests.parquet", REQUESTS_SCHEMA),
@@ -169,6 +170,35 @@ def load_dataset(directory: str | Path) -> PooledDataset:
         meta=meta,
         path=d,
     )
+
+
+def read_meta(directory: str | Path) -> dict[str, Any]:
+    """``meta.json`` of a dataset directory, checked (``META_SCHEMA``; ``domain`` one of ``DOMAINS``):
+    every problem is an ``InputError`` naming the file and the field."""
+    from catalog.shared.files import read_json
+    from data_prep.schema import DOMAINS
+
+    path = Path(directory) / "meta.json"
+    meta = read_json(path, schema=META_SCHEMA, optional=META_OPTIONAL, what="meta.json", hint=REMAKE_HINT)
+    if meta["domain"] not in DOMAINS:
+        raise InputError(
+            f"unknown domain {meta['domain']!r}; valid: {', '.join(DOMAINS)}", path=path, field="domain"
+        )
+    return meta
+
+
+def read_stats(directory: str | Path) -> dict[str, Any] | None:
+    """``stats.json`` of a dataset directory (None when there is none), checked where commands read it
+    (``STATS_OPTIONAL``, ``prep``'s ``PREP_OPTIONAL``): problems name the file and the field."""
+    from catalog.shared.files import check_fields, read_json
+
+    path = Path(directory) / "stats.json"
+    if not path.exists():
+        return None
+    stats = read_json(path, optional=STATS_OPTIONAL, what="stats.json", hint=REMAKE_HINT)
+    if stats.get("prep") is not None:
+        check_fields(stats["prep"], {}, optional=PREP_OPTIONAL, path=path, prefix="prep", hint=REMAKE_HINT)
+    return stats
 
 
 # -- the grounding contract ---------------------------------------------------------------------------

@@ -52,12 +52,11 @@ def adapter_base(path: str | Path, base: str | Path | None = None) -> str:
     path = Path(path)
     if base is not None:
         return str(base)
+    from catalog.shared.files import read_json
+
     cfg_path = path / ADAPTER_CONFIG
-    try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise InputError(f"cannot read the adapter config ({err})", path=cfg_path) from None
-    recorded = cfg.get("base_model_name_or_path") if isinstance(cfg, dict) else None
+    cfg = read_json(cfg_path, optional={"base_model_name_or_path": (str, None)}, what="adapter config")
+    recorded = cfg.get("base_model_name_or_path")
     if not recorded:
         raise InputError(
             "the adapter config names no base model",
@@ -76,8 +75,44 @@ def adapter_base(path: str | Path, base: str | Path | None = None) -> str:
     return recorded
 
 
+#: the JSON files of a model or adapter folder that ``from_pretrained`` reads
+MODEL_JSON_FILES = (
+    "config.json",
+    ADAPTER_CONFIG,
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "model.safetensors.index.json",
+)
+
+
+def check_model_files(path: str | Path, *, field: str | None = None) -> None:
+    """A trial read of what ``from_pretrained`` will read in the folder ``path``: each of
+    :data:`MODEL_JSON_FILES` present must be UTF-8 JSON holding an object, and each safetensors file a
+    sound header (``catalog.shared.files.safetensors_problem``); else ``InputError`` naming the file
+    (transformers' own errors are a ``JSONDecodeError`` or "header too large" several frames deep)."""
+    from catalog.shared.files import read_json, safetensors_problem
+
+    path = Path(path)
+    hint = "the model folder is damaged: save it again (save_pretrained), or copy it again"
+    for name in MODEL_JSON_FILES:
+        if (path / name).is_file():
+            try:
+                read_json(path / name, schema={}, hint=hint)
+            except InputError as err:
+                raise InputError(
+                    err.message, path=err.path, row=err.row, field=err.field or field, hint=hint
+                ) from None
+    for weights in sorted(path.glob("*.safetensors")):
+        problem = safetensors_problem(weights)
+        if problem is not None:
+            raise InputError(problem, path=weights, field=field, hint=hint)
+
+
 def check_model_dir(path: str | Path) -> None:
-    """A full model folder (``config.json``) or an adapter folder; else an ``InputError``."""
+    """A full model folder (``config.json``) or an adapter folder whose files read back
+    (:func:`check_model_files`); else an ``InputError``."""
     path = Path(path)
     if not (path / "config.json").is_file() and not is_adapter_dir(path):
         raise InputError(
@@ -85,6 +120,7 @@ def check_model_dir(path: str | Path) -> None:
             path=path,
             hint="pass a save_pretrained dir, or a LoRA run's best/ or final/",
         )
+    check_model_files(path)
 
 
 def load_tokenizer(path: str | Path, base: str | Path | None = None) -> Any:

@@ -233,6 +233,89 @@ def _vllm(model_dir: Path, cfg: GenerationConfig) -> Runner:
     return run
 
 
+#: host bytes one completion costs until it is scored and written, per completion token and per list
+#: item: its text (held in the runner's output, the predictions rows and their JSON), its parsed lines and
+#: grounded ids, its per-row table entries (a coarse bound: what matters is refusing what cannot fit)
+BYTES_PER_COMPLETION_TOKEN, BYTES_PER_LIST_ITEM, BYTES_PER_COMPLETION = 16, 600, 2000
+#: the float32 logits of one row's next token, and the softmax and top-p copies sampling makes of them
+LOGIT_COPIES = 3
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def completions_memory(n_prompts: int, cfg: GenerationConfig) -> int:
+    """Host bytes of every completion of a run (greedy and ``num_samples`` sampled per prompt), held until
+    scored: ``n x (1 + num_samples) x (BYTES_PER_COMPLETION + cap x BYTES_PER_COMPLETION_TOKEN + k x
+    BYTES_PER_LIST_ITEM)``."""
+    per = BYTES_PER_COMPLETION + cfg.cap * BYTES_PER_COMPLETION_TOKEN + cfg.k * BYTES_PER_LIST_ITEM
+    return n_prompts * (1 + cfg.num_samples) * per
+
+
+def kv_cache_bytes(config: dict[str, Any], rows: int, tokens: int) -> int:
+    """Bytes of one ``generate`` call over ``rows`` sequences of up to ``tokens`` tokens for a model with
+    this ``config.json``: the KV cache, ``rows x tokens x 2 x layers x kv_heads x head_dim x dtype bytes``
+    (``torch_dtype`` or ``dtype``, float32 when absent), plus the last position's float32 logits and the
+    sampling's copies of them, ``rows x vocab x 4 x LOGIT_COPIES``. 0 when the config lacks the sizes."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    layers, heads = text.get("num_hidden_layers"), text.get("num_attention_heads")
+    hidden, vocab = text.get("hidden_size"), text.get("vocab_size") or 0
+    if not all(isinstance(x, int) and x > 0 for x in (layers, heads, hidden)):
+        return 0
+    kv_heads = text.get("num_key_value_heads") or heads
+    head_dim = text.get("head_dim") or hidden // heads
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "float32").removeprefix("torch.")
+    per_token = 2 * layers * kv_heads * head_dim * DTYPE_BYTES.get(dtype, 4)
+    return rows * tokens * per_token + rows * int(vocab) * 4 * LOGIT_COPIES
+
+
+def _weights_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+
+
+def check_generation_memory(
+    model_dir: Path, config_dir: Path, prompt_tokens: Sequence[int], cfg: GenerationConfig
+) -> None:
+    """Refuse (``InputError``) what the transformers engine cannot hold, before the model loads: every
+    completion on the host (:func:`completions_memory`, naming ``--num-samples``), and the largest
+    ``generate`` call (:func:`kv_cache_bytes`: ``batch_size`` prompts x ``num_samples`` sequences of the
+    longest prompt + the cap) beside the weights, against the CUDA device's free memory or, on CPU, the
+    host limit (``catalog.shared.memory``), naming ``--batch-size``."""
+    from catalog.shared.files import read_json
+    from catalog.shared.memory import check_fits, format_bytes, memory_limit
+
+    n = len(prompt_tokens)
+    check_fits(
+        completions_memory(n, cfg),
+        what=f"{n} prompts x {1 + cfg.num_samples} lists of up to {cfg.cap} tokens",
+        field="--num-samples",
+        hint="lower --num-samples or --max-new-tokens, or evaluate fewer requests (--limit)",
+    )
+    path = config_dir / "config.json"
+    config = read_json(path, schema={}, what="model config") if path.is_file() else {}  # a hub base: unknown
+    rows = min(cfg.batch_size, n) * max(1, cfg.num_samples)
+    need = kv_cache_bytes(config, rows, max(prompt_tokens, default=0) + cfg.cap)
+    weights = _weights_bytes(model_dir) + (_weights_bytes(config_dir) if config_dir != model_dir else 0)
+    import torch
+
+    device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        cap, source = (
+            int(free * 0.9) - weights,
+            f"90% of the {format_bytes(free)} free on {device}, less the weights",
+        )
+    else:
+        cap, source = memory_limit()
+        cap, source = cap - weights, f"{source}, less the weights"
+    check_fits(
+        need,
+        what=f"one generate call of {min(cfg.batch_size, n)} prompts x {max(1, cfg.num_samples)} sequences x "
+        f"{max(prompt_tokens, default=0) + cfg.cap} tokens (its KV cache and logits)",
+        field="--batch-size",
+        hint="lower --batch-size, --num-samples or --max-new-tokens",
+        limit=(max(cap, 0), source),
+    )
+
+
 @dataclass
 class Generated:
     """Completions in request order: ``greedy[i]`` one string, ``samples[i]`` ``num_samples`` strings."""
@@ -257,12 +340,26 @@ def generate_lists(
     """
     import tempfile
 
-    from eval.adapters import check_model_dir, is_adapter_dir, load_tokenizer, merge_adapter
+    from eval.adapters import adapter_base, check_model_dir, is_adapter_dir, load_tokenizer, merge_adapter
 
     model_dir = Path(model_dir)
     check_model_dir(model_dir)
-    texts = render_prompts(load_tokenizer(model_dir, adapter.base), prompts, meta, cfg.k)
+    tokenizer = load_tokenizer(model_dir, adapter.base)
+    texts = render_prompts(tokenizer, prompts, meta, cfg.k)
     engine = resolve_engine(cfg.engine)
+    if engine == "transformers":  # vLLM pages its KV cache and preempts; the host check still applies
+        lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        config_dir = Path(adapter_base(model_dir, adapter.base)) if is_adapter_dir(model_dir) else model_dir
+        check_generation_memory(model_dir, config_dir if config_dir.is_dir() else model_dir, lengths, cfg)
+    else:
+        from catalog.shared.memory import check_fits
+
+        check_fits(
+            completions_memory(len(texts), cfg),
+            what=f"{len(texts)} prompts x {1 + cfg.num_samples} lists of up to {cfg.cap} tokens",
+            field="--num-samples",
+            hint="lower --num-samples or --max-new-tokens, or evaluate fewer requests (--limit)",
+        )
     with tempfile.TemporaryDirectory(prefix="remark-merged-") as tmp:
         if engine == "vllm":
             if is_adapter_dir(model_dir):

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from catalog.shared.errors import InputError
-from catalog.shared.files import iter_jsonl
+from catalog.shared.files import iter_jsonl, read_text
 from catalog.shared.outputs import JSONL_FORMATS, atomic_file, check_output_file
 
 
@@ -41,9 +41,7 @@ def _check_list(answers: object, path: Path, row: int | None, qid: str) -> list[
 def read_protoqa_predictions(path: str | Path) -> dict[str, list[str]]:
     """ProtoQA prediction file (either shape) -> ``{question_id: ranked answers}`` in file order."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError("file not found", path=p)
-    text = p.read_text(encoding="utf-8")
+    text = read_text(p, what="predictions file")  # invalid bytes: InputError naming the line
     out: dict[str, list[str]] = {}
     try:
         whole = json.loads(text)
@@ -89,15 +87,14 @@ def read_protoqa_clusters(path: str | Path) -> dict[str, list[tuple[int, list[st
     """ProtoQA answer file -> ``{question_id: [(count, cluster strings), ...]}`` (``answers.clusters``)."""
     p = Path(path)
     out: dict[str, list[tuple[int, list[str]]]] = {}
-    for line_no, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for line_no, obj in iter_jsonl(
+        p, hint="expected ProtoQA's answer file (JSON lines with metadata.id, answers.clusters)"
+    ):
         try:
-            obj = json.loads(line)
             qid = obj["metadata"]["id"]
             clusters = obj["answers"]["clusters"]
             out[qid] = [(int(c["count"]), list(c["answers"])) for c in clusters.values()]
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise InputError(f"not a ProtoQA question line ({err})", path=p, row=line_no) from None
     return out
 

@@ -127,6 +127,25 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, allow_nan=True) + "\n")
 
 
+#: what ``metrics.json`` must hold where commands read it back (``remark eval compare``, ``remark card``)
+METRICS_SCHEMA = {"n_requests": int}
+METRICS_OPTIONAL = {"settings": dict, "sampled": {"settings": dict}, "per_responder": dict, "union": dict}
+
+
+def read_metrics(folder: str | Path) -> dict[str, Any]:
+    """``folder/metrics.json`` (an ``eval run`` or ``eval score --out`` output), checked
+    (``METRICS_SCHEMA``, ``METRICS_OPTIONAL``): a damaged one is an ``InputError`` naming the field."""
+    from catalog.shared.files import read_json
+
+    return read_json(
+        Path(folder) / "metrics.json",
+        schema=METRICS_SCHEMA,
+        optional=METRICS_OPTIONAL,
+        what="metrics.json",
+        hint="the evaluation folder is damaged; re-run the evaluation",
+    )
+
+
 def write_score_outputs(
     out_dir: str | Path,
     result: dict[str, Any],

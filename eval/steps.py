@@ -38,16 +38,31 @@ REACH_CI = BootstrapConfig(method="percentile")
 CURVE_CI = BootstrapConfig(method="percentile", n_resamples=2000)
 
 
+#: what each line of a training eval log must hold, and may (docs/architecture.md, "Training eval log")
+EVAL_LOG_SCHEMA = {"step": int}
+EVAL_LOG_OPTIONAL = {"samples": (int, None), "gpu_hours": (float, None), "wall_s": (float, None)}
+LOG_HINT = "the eval log is damaged; each line is one validation's JSON object"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def read_eval_log(run_dir: str | Path) -> list[dict[str, Any]]:
     """``<run_dir>/eval_log.jsonl`` -> records sorted by step (a repeated step keeps the last record)."""
     path = Path(run_dir) / "eval_log.jsonl"
     if not path.is_file():
         raise InputError("no eval log here", path=path, hint="pass a training run directory")
     records: dict[int, dict[str, Any]] = {}
-    for line_no, rec in iter_jsonl(path):
-        step = rec.get("step")
-        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise InputError("missing or non-integer step", path=path, row=line_no, field="step")
+    for line_no, rec in iter_jsonl(path, schema=EVAL_LOG_SCHEMA, optional=EVAL_LOG_OPTIONAL):
+        step = rec["step"]
+        if step < 0:
+            raise InputError(f"step {step} is negative", path=path, row=line_no, field="step")
+        for key, value in rec.items():
+            if key.startswith("eval/") and value is not None and not _is_number(value):
+                raise InputError(
+                    f"expected a number, got {value!r}", path=path, row=line_no, field=key, hint=LOG_HINT
+                )
         records[step] = rec
     if not records:
         raise InputError("the eval log is empty", path=path)
@@ -123,10 +138,12 @@ def step_values_path(run_dir: str | Path, step: int) -> Path:
 
 def read_step_values(run_dir: str | Path, step: int, key: str) -> pl.DataFrame | None:
     """Per-request values of ``key`` at ``step`` (None when the run did not write them)."""
+    from catalog.shared.files import read_table
+
     path = step_values_path(run_dir, step)
     if not path.is_file():
         return None
-    df = pl.read_parquet(path)
+    df = read_table(path, format="parquet")
     weight = weight_column(key)
     need = ["request_id", key] + ([weight] if weight else [])
     missing = [c for c in need if c not in df.columns]

@@ -16,12 +16,10 @@ has no training record; the comparison is then ``None`` and nothing is said.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from catalog.match import GroundingSettings
-from catalog.shared.errors import InputError
 
 #: the run files that record a run's grounding, in the order they are read (the first one found wins)
 RECORDS = ("train_summary.json", "remark_config.json")
@@ -29,13 +27,23 @@ RECORDS = ("train_summary.json", "remark_config.json")
 FLAGS = {name: "--" + name.replace("_", "-") for name in GroundingSettings.names()}
 
 
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(
-            f"not readable as JSON ({err})", path=path, hint="the training run's record"
-        ) from err
+#: what each record must hold where it is read (``catalog.shared.files.check_fields``)
+RECORD_SCHEMAS = {
+    "train_summary.json": {"grounding": {"used": dict}},
+    "remark_config.json": {},
+}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The record at ``path``: UTF-8 JSON, an object; ``train_summary.json``'s ``grounding.used`` an object
+    when ``grounding`` is recorded (a summary without it, from before it was recorded, is passed over)."""
+    from catalog.shared.files import check_fields, read_json
+
+    hint = "the training run's record is damaged; re-run the training, or pass the grounding flags explicitly"
+    data = read_json(path, schema={}, hint=hint)
+    if path.name == "train_summary.json" and data.get("grounding") is not None:
+        check_fields(data, RECORD_SCHEMAS[path.name], path=path, hint=hint)
+    return data
 
 
 def training_grounding(model_dir: str | Path) -> tuple[dict[str, Any], str] | None:
@@ -51,15 +59,10 @@ def training_grounding(model_dir: str | Path) -> tuple[dict[str, Any], str] | No
         if not path.is_file():
             continue
         data = _read(path)
-        if not isinstance(data, dict):
-            continue
         if name == "train_summary.json":
-            used = (
-                (data.get("grounding") or {}).get("used") if isinstance(data.get("grounding"), dict) else None
-            )
-            if not isinstance(used, dict):
+            if data.get("grounding") is None:
                 continue
-            fields = used
+            fields = data["grounding"]["used"]
         else:
             fields = {k: data[k] for k in GroundingSettings.names() if data.get(k) is not None}
             if not fields:

@@ -126,9 +126,11 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
     """A shipped recipe by name, or a recipe file by path; errors name the file and the bad key."""
     import yaml
 
+    from catalog.shared.files import read_text
+
     path = _resolve(name_or_path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(read_text(path, what="recipe file"))
     except yaml.YAMLError as err:
         raise InputError(f"not valid YAML: {err}", path=path) from err
     if not isinstance(data, dict):

@@ -148,6 +148,8 @@ FOLDER_OUTPUTS = {
     ("eval run", "--out"),
     ("merge-adapter", "--out"),
     ("demo", "--out"),
+    ("model fetch", "--out"),  # tests/remark/models/test_model_cli.py
+    ("model import-gguf", "--out"),
 }
 
 

@@ -306,15 +306,28 @@ def check_inputs(dest: PathLike, inputs: Iterable[PathLike | None], *, field: st
         )
 
 
-def output_kind(path: PathLike) -> str | None:
-    """The ``kind`` in ``path``'s ownership marker, or None when it has no readable marker."""
+def output_kind(path: PathLike, *, strict: bool = False) -> str | None:
+    """The ``kind`` in ``path``'s ownership marker, or None when it has none (or, unless ``strict``, an
+    unreadable one). ``strict``: a marker that is not UTF-8 JSON ``{"kind": str, ...}`` raises
+    ``InputError`` naming it and the field."""
+    from catalog.shared.files import read_json
+
     marker = Path(path) / OUTPUT_MARKER
-    try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not marker.is_file():
         return None
-    kind = data.get("kind") if isinstance(data, dict) else None
-    return kind if isinstance(kind, str) else None
+    try:
+        data = read_json(
+            marker,
+            schema={"kind": str},
+            optional={"format": int, "remark_version": (str, None)},
+            what=OUTPUT_MARKER,
+            hint="remark cannot tell which command wrote this folder; pass a new folder, or --force to replace it",
+        )
+    except InputError:
+        if strict:
+            raise
+        return None
+    return data["kind"]
 
 
 def check_output_dir(
@@ -339,8 +352,22 @@ def check_output_dir(
         raise InputError(
             "exists and is not a folder", path=dest, field=field, hint="pass a new or empty folder"
         )
-    found = output_kind(dest)
-    if found == kind or force or not any(dest.iterdir()):
+    if force or not any(dest.iterdir()):
+        return
+    try:
+        found = output_kind(dest, strict=True)
+    except InputError as err:
+        where = ", ".join(
+            x for x in (err.row and f"row {err.row}", err.field and f"field {err.field!r}") if x
+        )
+        raise InputError(
+            f"refusing to replace a folder that remark did not write: its {OUTPUT_MARKER} is damaged "
+            f"({where + ': ' if where else ''}{err.message})",
+            path=dest,
+            field=field,
+            hint="pass a new or empty folder, or --force to replace this one and everything in it",
+        ) from None
+    if found == kind:
         return
     what = f"the output of {found!r}" if found else "a folder that remark did not write"
     raise InputError(

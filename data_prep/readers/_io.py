@@ -1,5 +1,8 @@
 """Reading JSON lines, CSV and parquet with errors that name the file and the 1-based line or row.
 
+Bytes are decoded by ``catalog.shared.files`` (invalid UTF-8 names the line and column; a byte-order mark
+is dropped; CRLF reads as LF), CSV and parquet read by its ``read_table``.
+
 Flat JSON lines go through polars (``read_ndjson`` with every field read as a string, so a year that
 is an int on one line and a string on the next, or a nested list, never breaks the read); only when
 polars rejects the file are the lines parsed one by one to find and report the bad ones. Nested
@@ -19,7 +22,7 @@ import polars as pl
 
 from catalog.normalize import split_title_year
 from catalog.shared.errors import InputError
-from catalog.shared.files import read_table, table_format, utf8_error
+from catalog.shared.files import BOM, decode_utf8, read_table, table_format
 from data_prep.schema import Report, flag_rows
 
 SKIP_HINT = "fix or delete the line, or pass --skip-bad-rows to skip it"
@@ -48,10 +51,11 @@ def iter_json_lines(path: str | Path, report: Report) -> Iterator[tuple[int, dic
 
 
 def _parse_line(raw: bytes) -> tuple[Any, str | None]:
+    """One JSON-lines line (bytes, a leading BOM allowed) -> (object, None) or (None, what is wrong)."""
     try:
-        obj = json.loads(raw)
-    except UnicodeDecodeError as err:
-        return None, utf8_error(raw, err, None).message
+        obj = json.loads(decode_utf8(raw, None))
+    except InputError as err:
+        return None, err.message
     except json.JSONDecodeError as err:
         return None, f"not valid JSON ({err.msg}); each line must be one JSON object"
     if not isinstance(obj, dict):
@@ -135,7 +139,7 @@ def read_json_lines_frame(
     """
     path = Path(path)
     _check_exists(path)
-    data = path.read_bytes()
+    data = path.read_bytes().removeprefix(BOM)  # polars rejects a byte-order mark; CRLF it reads
     lines = data.split(b"\n")
     line_nos = [i for i, raw in enumerate(lines, 1) if raw.strip()]
     schema = dict.fromkeys(fields, pl.String)

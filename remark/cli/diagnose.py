@@ -154,12 +154,30 @@ def _ground_completions(texts: dict[str, list[str]], catalog: Any, grounding: An
     return {rid: [next(ids) for _ in texts[rid]] for rid in rids}
 
 
+def _check_memory(requests: Any, args: argparse.Namespace) -> None:
+    """Refuse (exit 2) a G, batch size and K whose batch would not fit in memory
+    (``remark.diagnose.diagnose_memory``), before any list is drawn or read."""
+    from catalog.shared.memory import check_fits
+    from remark.diagnose import diagnose_memory
+
+    n = requests["responders"].list.len().to_list()
+    need = diagnose_memory(n, group_size=args.group_size, k=args.k, batch_size=args.batch_size)
+    batch = min(args.batch_size, sum(1 for x in n if x > 0))
+    check_fits(
+        need,
+        what=f"one batch of {batch} requests x G = {args.group_size} lists x K = {args.k} ranks "
+        f"(up to {max(n, default=0)} responders)",
+        field="--group-size",
+        hint="lower --group-size or --batch-size (one batch is held at a time)",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
     from catalog.shared.outputs import TABLE_FORMATS, atomic_file, check_output_file
     from data_prep.dataset import load_dataset
-    from remark.diagnose import diagnose, popularity_lists, popularity_prior
+    from remark.diagnose import diagnose, iter_popularity_groups, popularity_prior
 
     out_check = dict(
         formats=TABLE_FORMATS, inputs=[args.dataset, args.lists], force=args.force, field="--pass-rates-out"
@@ -179,13 +197,14 @@ def run(args: argparse.Namespace) -> int:
                 f"no requests in split {args.split!r}", path=args.dataset, hint=f"splits: {splits}"
             )
     notes: dict[str, Any] = {}
+    _check_memory(requests, args)
     if args.policy == "popularity":
         prior_split = args.prior_split
         if ds.requests.filter(pl.col("split") == prior_split).height == 0:
             notes["prior"] = f"no {prior_split!r} split: the prior uses every request"
             prior_split = None
         items, weights = popularity_prior(ds.requests, split=prior_split)
-        lists: Any = popularity_lists(
+        lists: Any = iter_popularity_groups(  # drawn batch by batch, as diagnose reads them
             requests.height, items, weights, group_size=args.group_size, k=args.k, seed=args.seed
         )
         policy, seed = "popularity", args.seed

@@ -56,11 +56,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _read_input(path: str | None) -> str:
-    from catalog.shared.files import decode_utf8, read_text
+    from catalog.shared.files import decode_text, read_text
 
     if path is None or path == "-":
         stdin = getattr(sys.stdin, "buffer", None)  # in-process callers may pass a text stream
-        return decode_utf8(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read()
+        return decode_text(stdin.read(), "<stdin>") if stdin is not None else sys.stdin.read()
     return read_text(path, what="input file", hint="check the path, or pipe the input on stdin")
 
 

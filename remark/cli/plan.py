@@ -50,6 +50,11 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+#: bytes per (candidate G, request) cell of the planner's arrays: q(G, p) and the beta estimator's
+#: log-beta terms, float64, a few temporaries each
+BYTES_PER_CELL = 64
+
+
 def parse_candidates(text: str) -> list[int]:
     """``"2,4,8"`` -> [2, 4, 8]; every entry an integer >= 2."""
     out = []
@@ -73,11 +78,20 @@ def run(args: argparse.Namespace) -> int:
         [pt["G"] for pt in points], [pt["peak_mem_gb"] for pt in points], [pt["step_s"] for pt in points]
     )
     rates = read_pass_rates(args.pass_rates)
+    candidates = parse_candidates(args.candidates)
+    from catalog.shared.memory import check_fits
+
+    check_fits(
+        BYTES_PER_CELL * len(candidates) * len(rates.request_id),
+        what=f"{len(candidates)} candidate G x {len(rates.request_id)} requests",
+        field="--candidates",
+        hint="pass fewer candidates (the planner scores each G on every request)",
+    )
     plan = plan_group_size(
         cost,
         rates.pass_rate,
         memory_budget_gb=args.memory_budget,
-        candidates=parse_candidates(args.candidates),
+        candidates=candidates,
         n_samples=rates.n_samples,
         estimator=args.estimator,
         objective=args.objective,

@@ -119,6 +119,15 @@ def run_synthetic(args: argparse.Namespace) -> int:
     from catalog.match import GroundingSettings
 
     check_output_dir(args.out, DATASET_KIND, force=args.force)
+    from catalog.shared.memory import check_fits
+    from data_prep.synthetic import synthetic_memory
+
+    check_fits(
+        synthetic_memory(args.n_requests, args.n_items),
+        what=f"a synthetic world of {args.n_requests} requests and {args.n_items} items",
+        field="--n-requests",
+        hint="lower --n-requests or --n-items",
+    )
     grounding = GroundingSettings().with_overrides(requested_grounding(args))
     try:
         ds = build_dataset(
@@ -228,9 +237,10 @@ def _extra(meta: dict) -> dict:
 
 def _report(args: argparse.Namespace, ds) -> int:
     """Print the written dataset's stats (JSON with --json)."""
+    from data_prep.dataset import read_stats
     from data_prep.stats import format_stats
 
-    stats = json.loads((args.out / "stats.json").read_text())
+    stats = read_stats(args.out) or {}
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

@@ -15,18 +15,16 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from data_prep.dataset import load_dataset
+    from data_prep.dataset import load_dataset, read_stats
     from data_prep.stats import dataset_stats, format_stats
 
     ds = load_dataset(args.dir)
     stats = dataset_stats(ds.requests)
     stats["responder_rows"] = ds.responder_rows.height
     stats["catalog_items"] = len(ds.catalog)
-    saved = args.dir / "stats.json"
-    if saved.is_file():
-        prep = json.loads(saved.read_text()).get("prep")
-        if prep is not None:
-            stats["prep"] = prep
+    prep = (read_stats(args.dir) or {}).get("prep")
+    if prep is not None:
+        stats["prep"] = prep
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

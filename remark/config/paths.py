@@ -55,6 +55,9 @@ def check_model_path(value: Any, field: str = "model_name_or_path", *, need_toke
                 field=field,
                 hint="save the tokenizer there too (tokenizer.save_pretrained(dir))",
             )
+        from eval.adapters import check_model_files
+
+        check_model_files(path, field=field)  # its JSON files and safetensors headers read back
         return
     text = str(value)
     if not HUB_ID.match(text) or text.startswith((".", "~")):
@@ -84,10 +87,13 @@ def dataset_splits(path: Any) -> list[str]:
     """The splits present in a prepared dataset's ``requests.parquet`` (reads one column)."""
     import polars as pl
 
-    frame = pl.scan_parquet(Path(str(path)).expanduser() / "requests.parquet").select(
-        pl.col("split").unique()
-    )
-    return sorted(s for s in frame.collect()["split"].to_list() if s is not None)
+    file = Path(str(path)).expanduser() / "requests.parquet"
+    try:
+        splits = pl.scan_parquet(file).select(pl.col("split").unique()).collect()["split"].to_list()
+    except (pl.exceptions.PolarsError, OSError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise InputError(f"cannot read parquet: {first}", path=file, hint="re-run remark prep") from None
+    return sorted(s for s in splits if s is not None)
 
 
 def check_split(path: Any, split: str, field: str) -> None:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from catalog.shared.errors import InputError
+from catalog.shared.files import decode_utf8, read_json
 from catalog.shared.outputs import atomic_write
 from remark.demo.worker_env import worker_env
 
@@ -41,10 +43,10 @@ def read_progress(folder: Path) -> list[dict[str, Any]]:
     """The records of ``folder/progress.jsonl`` so far (a line still being written is skipped)."""
     path = folder / "progress.jsonl"
     records = []
-    for line in path.read_text().splitlines() if path.is_file() else ():
+    for raw in path.read_bytes().splitlines() if path.is_file() else ():
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            records.append(json.loads(decode_utf8(raw, path)))
+        except (InputError, json.JSONDecodeError):  # the worker is still writing this line
             continue
     return records
 
@@ -99,10 +101,10 @@ def run_jobs(
                     tail = (folder / "worker.log").read_text(errors="replace")[-3000:]
                     raise RuntimeError(f"demo stage {name!r} failed (exit {proc.returncode}):\n{tail}")
                 done[name] = {
-                    "result": json.loads((folder / "result.json").read_text()),
-                    "threads": json.loads((folder / "threads.json").read_text()),
+                    "result": read_json(folder / "result.json"),
+                    "threads": read_json(folder / "threads.json"),
                     "wall_s": time.monotonic() - t0,
-                    "cpu_s": json.loads((folder / "cpu.json").read_text())["cpu_s"],
+                    "cpu_s": read_json(folder / "cpu.json", schema={"cpu_s": float})["cpu_s"],
                 }
     finally:
         for _, proc, _ in running.values():

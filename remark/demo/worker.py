@@ -94,7 +94,9 @@ KINDS = {"warmup": _warmup, "rl": _rl, "eval": _eval}
 def run_job(folder: str | Path) -> int:
     """Run the job described by ``folder/job.json`` in this process (see the module docstring)."""
     folder = Path(folder)
-    job = json.loads((folder / "job.json").read_text())
+    from catalog.shared.files import read_json
+
+    job = read_json(folder / "job.json", schema={"kind": str, "threads": int, "spec": dict}, what="demo job")
     apply_threads(int(job["threads"]))
     _quiet_libraries()
     with atomic_write(folder / "threads.json") as tmp:

@@ -259,12 +259,16 @@ def read_recommendation(checkpoint_dir: str | Path) -> dict | None:
     path = Path(checkpoint_dir) / RECOMMENDATION_FILE
     if not path.is_file():
         return None
-    try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err.msg})", path=path, row=err.lineno) from None
-    g = rec.get("recommended_G") if isinstance(rec, dict) else None
-    if isinstance(g, bool) or not isinstance(g, int) or g < 2:
+    from catalog.shared.files import read_json
+
+    rec = read_json(
+        path,
+        schema={"recommended_G": int},
+        optional={"step": (int, None), "signal_prob": (float, None), "current_G": (int, None)},
+        what=RECOMMENDATION_FILE,
+    )
+    g = rec["recommended_G"]
+    if g < 2:
         raise InputError(
             f"recommended_G must be an integer >= 2, got {g!r}", path=path, field="recommended_G"
         )

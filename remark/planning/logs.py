@@ -14,7 +14,6 @@ Nothing here fits anything: the pure math lives in :mod:`.curves` and :mod:`.gro
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from catalog.shared.errors import InputError
-from catalog.shared.files import iter_jsonl
+from catalog.shared.files import iter_jsonl, read_json
 
 #: ``--x`` choice -> key in the eval log.
 X_KEYS = {"steps": "step", "samples": "samples", "gpu_hours": "gpu_hours"}
@@ -154,9 +153,11 @@ def read_pass_rates(path: str | Path) -> PassRates:
     if p.suffix in (".parquet", ".csv"):
         import polars as pl
 
+        from catalog.shared.files import read_table
+
         try:
             df = (
-                pl.read_parquet(p)
+                read_table(p, format="parquet")
                 if p.suffix == ".parquet"
                 else pl.read_csv(p, schema_overrides={"request_id": pl.String})
             )
@@ -213,13 +214,14 @@ def read_profile(path: str | Path) -> list[dict]:
     p = Path(path)
     if not p.is_file():
         raise InputError("cost profile not found", path=p, hint="write one with bench/gpu_check.py")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err.msg})", path=p, row=err.lineno) from None
-    points = doc.get("points") if isinstance(doc, dict) else None
-    if not isinstance(points, list):
-        raise InputError('expected an object with a "points" list', path=p, field="points")
+    doc = read_json(
+        p,
+        schema={"points": list},
+        optional={"device": (str, None), "model": (str, None)},
+        what="cost profile",
+        hint='expected {"device", "model", "points": [{"G", "peak_mem_gb", "step_s"}, ...]}',
+    )
+    points = doc["points"]
     if len(points) < 2:
         raise InputError(
             f"a cost model needs at least 2 profile points, got {len(points)}",

@@ -119,7 +119,12 @@ def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
 
 def _read_stamp(stamp: Path) -> Any:
     """``build.json``'s content, or None when it is missing or not JSON."""
+    from catalog.shared.errors import InputError
+    from catalog.shared.files import read_json
+
+    if not stamp.is_file():
+        return None
     try:
-        return json.loads(stamp.read_text())
-    except (OSError, ValueError):
+        return read_json(stamp)
+    except InputError:  # a damaged stamp: the assets are built again
         return None

@@ -132,13 +132,15 @@ class ValidationCallback(TrainerCallback):
             self._truncate(log, step)
         best = Path(args.output_dir) / "best" / "best.json"
         if best.is_file():
-            self.best = json.loads(best.read_text())
+            self.best = read_best(best)
 
     def _truncate(self, log: Path, step: int) -> None:
         """Drop log lines past ``step`` (an abandoned continuation); remember what was validated."""
+        from catalog.shared.files import iter_jsonl
+
         if log.is_file():
-            kept = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
-            kept = [x for x in kept if x["step"] <= step]
+            lines = iter_jsonl(log, schema=LOG_LINE_SCHEMA, hint="the run's eval log is damaged")
+            kept = [x for _, x in lines if x["step"] <= step]
             with atomic_write(log) as tmp:
                 tmp.write_text("".join(json.dumps(x) + "\n" for x in kept))
             self._wall_before = max([self._wall_before, *(x["wall_s"] for x in kept)])
@@ -287,6 +289,30 @@ class ValidationCallback(TrainerCallback):
             self._report(args, state, control, logs=logs)
             control.should_log = should_log
         return values
+
+
+#: what a resumed run reads back from its own files (``catalog.shared.files.check_fields``)
+BEST_SCHEMA = {"step": int, "metric": str, "value": float}
+STOPPED_SCHEMA = {"step": int, "metric": str, "value": float}
+LOG_LINE_SCHEMA = {"step": int, "wall_s": float}
+
+
+def read_best(path: str | Path) -> dict[str, Any]:
+    """``best/best.json`` (``BEST_SCHEMA``); a damaged one is an ``InputError`` naming the file and field."""
+    from catalog.shared.files import read_json
+
+    return read_json(
+        path, schema=BEST_SCHEMA, what="best.json", hint="best/ is damaged; remove it to start the best anew"
+    )
+
+
+def read_stopped(path: str | Path) -> dict[str, Any]:
+    """``stopped.json`` (``STOPPED_SCHEMA``), as the divergence guard writes it."""
+    from catalog.shared.files import read_json
+
+    return read_json(
+        path, schema=STOPPED_SCHEMA, optional={"reason": str, "limit": float}, what="stopped.json"
+    )
 
 
 class DivergenceGuard(TrainerCallback):

@@ -35,12 +35,12 @@ def validation_intervals(
     per_request_path: str | Path, *, n_resamples: int = 9999
 ) -> dict[str, dict[str, float]]:
     """``{key: {"mean", "ci_low", "ci_high"}}`` for the recall/NDCG keys of a validation step's parquet."""
-    import polars as pl
 
+    from catalog.shared.files import read_table
     from eval.bootstrap import BootstrapConfig, intervals
     from eval.views import split_key
 
-    table = pl.read_parquet(per_request_path)
+    table = read_table(per_request_path, format="parquet")
     keys = []
     for key in table.columns:
         try:
@@ -56,9 +56,11 @@ def validation_intervals(
 
 def card_context(cfg: Any, *, base_model: str, command: str | None, adapter: bool) -> dict[str, Any]:
     """What a run's cards say about the method and the data (JSON-ready; saved as ``card.json``)."""
+    from data_prep.dataset import read_meta, read_stats
+
     data = Path(cfg.data_dir)
-    stats = json.loads((data / "stats.json").read_text()) if (data / "stats.json").is_file() else {}
-    meta = json.loads((data / "meta.json").read_text()) if (data / "meta.json").is_file() else {}
+    stats = read_stats(data) or {}
+    meta = read_meta(data) if (data / "meta.json").is_file() else {}
     method = {
         "reward_scheme": cfg.reward_scheme,
         "recipe": cfg.recipe,
@@ -215,7 +217,9 @@ def eval_run_metrics(eval_dir: str | Path) -> dict[str, Any]:
             field="--test",
             hint="pass a `remark eval run --out` folder",
         )
-    result = json.loads(path.read_text())
+    from eval.run import read_metrics
+
+    result = read_metrics(eval_dir)
     rows = {}
     for view in CARD_VIEWS:
         for metric, v in (result.get(view) or {}).items():
@@ -236,11 +240,9 @@ def _check_test_belongs(folder: Path, card: dict[str, Any], eval_dir: Path) -> N
     sha256 of the dataset files it recorded equals that of the card's dataset), or ``InputError``."""
     from catalog.shared.errors import InputError
     from data_prep.dataset import dataset_identity, load_dataset
+    from eval.run import read_metrics
 
-    path = eval_dir / "metrics.json"
-    if not path.is_file():
-        return  # eval_run_metrics says what is missing
-    settings = json.loads(path.read_text()).get("settings", {})
+    settings = read_metrics(eval_dir).get("settings", {})
     model = settings.get("model")
     if model is None or Path(model).resolve() != folder.resolve():
         raise InputError(
@@ -263,6 +265,22 @@ def _check_test_belongs(folder: Path, card: dict[str, Any], eval_dir: Path) -> N
             )
 
 
+#: what a model card's data file must hold to be rendered again
+CARD_SCHEMA = {"kind": str, "step": (int, None), "total_steps": int}
+
+
+def read_card_json(folder: str | Path) -> dict[str, Any]:
+    """``folder/card.json`` (``CARD_SCHEMA``): a damaged one is an ``InputError`` naming the field."""
+    from catalog.shared.files import read_json
+
+    return read_json(
+        Path(folder) / CARD_JSON,
+        schema=CARD_SCHEMA,
+        what=CARD_JSON,
+        hint="the card's data is damaged; the model itself is unaffected",
+    )
+
+
 def add_test_metrics(folder: str | Path, eval_dir: str | Path) -> Path:
     """Re-render the card of ``folder`` (from its ``card.json``) with the test metrics of ``eval_dir``."""
     from catalog.shared.errors import InputError
@@ -272,10 +290,11 @@ def add_test_metrics(folder: str | Path, eval_dir: str | Path) -> Path:
         raise InputError(
             "no card.json: this folder's card was not written by remark train", path=folder, field="model"
         )
-    doc = json.loads((folder / CARD_JSON).read_text())
+    doc = read_card_json(folder)
+    test = eval_run_metrics(eval_dir)  # a damaged metrics.json is named first
     _check_test_belongs(folder, doc, Path(eval_dir))
     kind, step, total = doc.pop("kind"), doc.pop("step"), doc.pop("total_steps")
-    doc["test"] = eval_run_metrics(eval_dir)
+    doc["test"] = test
     return write_model_card(folder, doc, kind=kind, step=step, total_steps=total)
 
 
@@ -330,7 +349,7 @@ def set_card_total(folder: str | Path, total_steps: int) -> bool:
     path = folder / CARD_JSON
     if not path.is_file():
         return False
-    doc = json.loads(path.read_text())
+    doc = read_card_json(folder)
     if doc.get("total_steps") == total_steps:
         return False
     kind, step = doc.pop("kind"), doc.pop("step")

@@ -17,8 +17,9 @@ A new run refuses an ``output_dir`` that holds a previous run (its logs, eval ta
 removes exactly those (:data:`RUN_OUTPUTS` and ``checkpoint-N/``; of TensorBoard's ``runs/`` only its
 event-file folders, ``merged_base/`` only when its marker says remark merged it) and nothing else
 (``assets/`` is kept: it is reused when its settings match). ``resume=True`` takes the newest *complete*
-checkpoint (``remark.step.checkpoint``), printing the incomplete ones it skipped; an explicit checkpoint that
-is incomplete, or no checkpoint at all, is an ``InputError``.
+and sound checkpoint (``remark.step.checkpoint``: marker, sizes, a trial read of its JSON files and
+safetensors headers, content hashes), printing the incomplete or damaged ones it skipped and why; an
+explicit checkpoint that is incomplete or damaged, or no checkpoint at all, is an ``InputError``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_file, file_kind, output_kind, owning_output
-from remark.step.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
+from remark.step.checkpoint import find_checkpoints, inspect_checkpoint, select_checkpoint
 
 #: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
 RUN_OUTPUTS = (
@@ -239,12 +240,13 @@ def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool)
 
 
 def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path | None:
-    """The checkpoint to resume from: ``resume`` itself (a path, which must be complete) or, for True,
-    the newest complete one in ``output_dir``, printing the incomplete ones it skipped."""
+    """The checkpoint to resume from: ``resume`` itself (a path, which must be complete and sound) or, for
+    True, the newest sound one in ``output_dir``, printing the incomplete or damaged ones it skipped."""
     if resume is None or resume is False:
         return None
+    main = int(os.environ.get("RANK", "0")) == 0
     if resume is not True:
-        problem = checkpoint_problem(resume)
+        problem, note = inspect_checkpoint(resume)
         if problem is not None:
             newest, _ = select_checkpoint(Path(resume).parent)
             raise InputError(
@@ -255,21 +257,31 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
                 if newest is not None
                 else "pass --resume alone to take the newest complete checkpoint in output_dir",
             )
+        if main:
+            if note is not None:
+                print(f"resume: note: {note}")
+            print(f"resume: from {resume}")
         return Path(resume)
-    chosen, skipped = select_checkpoint(output_dir)
-    main = int(os.environ.get("RANK", "0")) == 0
+    notes: list[str] = []
+    chosen, skipped = select_checkpoint(output_dir, notes=notes)
     for path, why in skipped:
         if main:
             print(f"resume: skipped {path.name}: {why}")
     if chosen is None:
         raise InputError(
             "no complete checkpoint to resume from"
-            + (f" ({len(skipped)} incomplete, listed above)" if skipped else " (there is no checkpoint-N)"),
+            + (
+                f" ({len(skipped)} incomplete or damaged, listed above)"
+                if skipped
+                else " (there is no checkpoint-N)"
+            ),
             path=output_dir,
             field="--resume",
             hint="start the run without --resume; checkpoints are written every save_steps",
         )
     if main:
+        for note in notes:
+            print(f"resume: note: {note}")
         print(f"resume: from {chosen}")
     return chosen
 

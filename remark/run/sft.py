@@ -201,7 +201,9 @@ def _record_final_base(out_dir: Path, final_dir: Path) -> None:
     config = out_dir / "adapter_config.json"
     if not config.is_file():
         return
-    data = json.loads(config.read_text())
+    from catalog.shared.files import read_json
+
+    data = read_json(config, schema={}, what="adapter config")
     recorded = data.get("base_model_name_or_path")
     if recorded and Path(recorded).resolve() == (out_dir / "merged_base").resolve():
         data["base_model_name_or_path"] = str(final_dir / "merged_base")

@@ -119,7 +119,7 @@ def _run_training(
     """:func:`run_training` under the thread setting it chose."""
     from data_prep.dataset import choose_grounding, load_dataset
     from remark.config import validate_paths
-    from remark.run.callbacks import DivergenceGuard, ValidationCallback
+    from remark.run.callbacks import DivergenceGuard, ValidationCallback, read_best, read_stopped
     from remark.run.sampling import training_dataset
     from remark.step.trainer import RemarkGRPOTrainer
 
@@ -220,7 +220,7 @@ def _run_training(
             tmp.write_text(cfg.to_json_string())
     trainer.train(resume_from_checkpoint=None if ckpt is None else str(ckpt))
     best = out / "best" / "best.json"
-    best_record = json.loads(best.read_text()) if best.is_file() else None
+    best_record = read_best(best) if best.is_file() else None
     step = trainer.state.global_step
     card = functools.partial(
         write_folder_card, out=out, cfg=cfg, kind="final", step=step, total_steps=step, best=best_record
@@ -241,7 +241,7 @@ def _run_training(
     if best_record is not None:
         summary["best"] = {"path": str(out / "best"), **best_record}
     if (out / "stopped.json").is_file():
-        summary["stopped"] = json.loads((out / "stopped.json").read_text())
+        summary["stopped"] = read_stopped(out / "stopped.json")
     if trainer.accelerator.is_main_process:
         with atomic_write(out / "train_summary.json") as tmp:
             tmp.write_text(json.dumps(summary, indent=2) + "\n")

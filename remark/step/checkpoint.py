@@ -16,20 +16,32 @@ DeepSpeed and FSDP keep their own checkpoint formats (their engines write the op
 them the mixin defers to ``transformers``. Loading
 falls back to the parent loaders when the mixin's own files are absent.
 
-Completeness (remark's addition; ``transformers`` has none): ``checkpoint-N/checkpoint_complete.json`` is
-written last, after the model, optimizer, scheduler, RNG and trainer state of every process and the
-callbacks' ``on_save`` files (the group-size advice), once they are flushed to disk; it lists every
-file with its size. A folder without it, or whose files differ from it (truncated, missing), is
-incomplete: ``select_checkpoint`` skips it (saying why) and ``checkpoint_problem`` names what is wrong.
+Completeness and integrity (remark's addition; ``transformers`` has neither):
+``checkpoint-N/checkpoint_complete.json`` is written last, after the model, optimizer, scheduler, RNG and
+trainer state of every process and the callbacks' ``on_save`` files (the group-size advice), once they
+are flushed to disk; it lists every file with its size and sha256 (``{"format": 2, "step", "saved_at",
+"files": {name: {"size", "sha256"}}}``). A folder without it, or whose files differ from it (truncated,
+missing), is incomplete; one whose content no longer matches it is damaged. ``inspect_checkpoint(path,
+verify=True)`` checks, cheapest first: the marker itself, every file's size, a trial read of every JSON
+file (``trainer_state.json`` must be an object with an integer ``global_step`` and a ``log_history``
+list) and of every safetensors header (its length, its JSON, each tensor's dtype, shape and byte range
+inside the file), then every file's sha256. ``select_checkpoint`` takes the newest checkpoint that passes
+and names each newer one it skipped and why; ``checkpoint_problem`` gives the reason alone. Hashing reads
+every file once (``hashlib.file_digest``): about 1 s per 0.5 GB on one core, paid at each save and, on
+resume, for the checkpoints examined (the chosen one and those skipped). Markers written before hashes
+were recorded (``files: {name: size}``) are checked by size and trial read, and the check says so.
+
 Rotation (``save_total_limit``) runs after the marker and counts complete checkpoints only, newest by
-completion time; ``transformers`` rotates before the trainer state is even written and counts
-interrupted folders, so a crash at the wrong moment could leave no complete checkpoint, or keep an
-incomplete one in place of a complete one. Under rotation, incomplete folders are deleted (nothing can
-resume from them); without it they stay and every resume reports them.
+completion time, checked by marker and sizes (hashing every kept checkpoint at every save would cost more
+than the save); ``transformers`` rotates before the trainer state is even written and counts interrupted
+folders, so a crash at the wrong moment could leave no complete checkpoint, or keep an incomplete one in
+place of a complete one. Under rotation, incomplete folders are deleted (nothing can resume from them);
+without it they stay and every resume reports them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -49,6 +61,12 @@ SCHEDULER_META = "scheduler.json"
 TRAINING_ARGS_JSON = "training_args.json"
 COMPLETE_MARKER = "checkpoint_complete.json"
 CHECKPOINT_PREFIX = "checkpoint-"
+#: the marker's format: 2 records a sha256 per file (1, implicit, sizes only)
+MARKER_FORMAT = 2
+#: what a marker must hold (``catalog.shared.files.check_fields``); ``files`` values are checked per format
+MARKER_SCHEMA = {"step": int, "saved_at": float, "files": dict}
+#: what a checkpoint's ``trainer_state.json`` must hold for ``transformers`` to resume from it
+TRAINER_STATE_SCHEMA = {"global_step": int, "log_history": list}
 
 
 def _jsonable(value: Any) -> Any:
@@ -86,7 +104,9 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _read_json(path: Path) -> Any:
-    return _unjson(json.loads(path.read_text()))
+    from catalog.shared.files import read_json
+
+    return _unjson(read_json(path, what="checkpoint file"))
 
 
 def save_optimizer_state(state_dict: dict, directory: str | Path) -> None:
@@ -164,23 +184,32 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _files(folder: Path) -> dict[str, int]:
-    return {
-        str(p.relative_to(folder)): p.stat().st_size
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of ``path``'s content (hex), read in chunks (``hashlib.file_digest``)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _files(folder: Path) -> list[str]:
+    return [
+        str(p.relative_to(folder))
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.name != COMPLETE_MARKER
-    }
+    ]
 
 
 def write_complete_marker(folder: str | Path, step: int) -> Path:
-    """Flush every file of ``folder`` to disk, then write its completion marker (atomically, last)."""
+    """Flush every file of ``folder`` to disk, then write its completion marker (atomically, last):
+    each file's size and sha256."""
     folder = Path(folder)
-    files = _files(folder)
-    for name in files:
+    files = {}
+    for name in _files(folder):
         _fsync(folder / name)
+        files[name] = {"size": (folder / name).stat().st_size, "sha256": file_sha256(folder / name)}
     marker = folder / COMPLETE_MARKER
     tmp = folder / f".{COMPLETE_MARKER}.tmp"
-    tmp.write_text(json.dumps({"step": step, "saved_at": time.time(), "files": files}, indent=1))
+    record = {"format": MARKER_FORMAT, "step": step, "saved_at": time.time(), "files": files}
+    tmp.write_text(json.dumps(record, indent=1))
     _fsync(tmp)
     os.replace(tmp, marker)
     _fsync(folder)
@@ -194,28 +223,107 @@ def checkpoint_step(path: str | Path) -> int | None:
     return int(tail) if name.startswith(CHECKPOINT_PREFIX) and tail.isdigit() else None
 
 
-def checkpoint_problem(path: str | Path) -> str | None:
-    """Why ``path`` is not a complete checkpoint (None when it is): what a user can check by hand."""
+def read_marker(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """The files a checkpoint's marker records, as ``{name: {"size": int, "sha256": str or None}}``
+    (``sha256`` None for a marker written before hashes were recorded); ``InputError`` naming the field
+    when the marker is not what :func:`write_complete_marker` writes."""
+    from catalog.shared.errors import InputError
+    from catalog.shared.files import check_fields, read_json
+
+    path = Path(folder) / COMPLETE_MARKER
+    marker = read_json(path, schema=MARKER_SCHEMA, optional={"format": int}, what=COMPLETE_MARKER)
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in marker["files"].items():
+        where = f"files.{name}"
+        if isinstance(entry, int) and not isinstance(entry, bool):  # format 1: the size alone
+            out[name] = {"size": entry, "sha256": None}
+            continue
+        check_fields(entry, {"size": int, "sha256": str}, path=path, prefix=where)
+        if len(entry["sha256"]) != 64:
+            raise InputError("not a sha256 (64 hex digits)", path=path, field=f"{where}.sha256")
+        out[name] = entry
+    return out
+
+
+def json_state_problem(path: str | Path) -> str | None:
+    """Why the JSON file ``path`` of a checkpoint cannot be read back (None when it can): UTF-8, JSON, and
+    for ``trainer_state.json`` the fields ``transformers`` resumes from."""
+    from catalog.shared.errors import InputError
+    from catalog.shared.files import read_json
+
+    p = Path(path)
+    try:
+        read_json(p, schema=TRAINER_STATE_SCHEMA if p.name == "trainer_state.json" else None)
+    except InputError as err:
+        return f"{p.name} is unreadable: {err.message}" + (f" (field {err.field!r})" if err.field else "")
+    return None
+
+
+def inspect_checkpoint(path: str | Path, *, verify: bool = True) -> tuple[str | None, str | None]:
+    """(why ``path`` is not a sound checkpoint or None, a note on how it was checked or None).
+
+    Without ``verify``: the marker and every recorded file's size (cheap: what rotation counts). With
+    it: also a trial read of every JSON file and safetensors header, then every recorded sha256 (the
+    note says when the marker predates hashes, so only sizes and the trial read were checked)."""
+    from catalog.shared.errors import InputError
+
     folder = Path(path)
     if not folder.is_dir():
-        return "not found" if not folder.exists() else "not a folder"
+        return ("not found" if not folder.exists() else "not a folder"), None
     names = sorted(p.name for p in folder.iterdir())
     if not names:
-        return "empty folder (the save was interrupted before anything was written)"
+        return "empty folder (the save was interrupted before anything was written)", None
     if COMPLETE_MARKER not in names:
         held = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        return f"no {COMPLETE_MARKER}, the save was interrupted (it holds {held})"
+        return f"no {COMPLETE_MARKER}, the save was interrupted (it holds {held})", None
     try:
-        files = json.loads((folder / COMPLETE_MARKER).read_text())["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"{COMPLETE_MARKER} is unreadable"
-    for name, size in files.items():
+        files = read_marker(folder)
+    except InputError as err:
+        where = f" (field {err.field!r})" if err.field else ""
+        return f"{COMPLETE_MARKER} is unreadable: {err.message}{where}", None
+    for name, entry in files.items():
         f = folder / name
         if not f.is_file():
-            return f"{name} is missing"
-        if f.stat().st_size != size:
-            return f"{name} has {f.stat().st_size} bytes, {size} when it was saved (truncated or changed)"
-    return None
+            return f"{name} is missing", None
+        if f.stat().st_size != entry["size"]:
+            return (
+                f"{name} has {f.stat().st_size} bytes, {entry['size']} when it was saved (truncated or changed)",
+                None,
+            )
+    if not verify:
+        return None, None
+    for name in files:
+        if name.endswith(".safetensors"):
+            from catalog.shared.files import safetensors_problem
+
+            problem = safetensors_problem(folder / name)
+        elif name.endswith(".json"):
+            problem = json_state_problem(folder / name)
+        else:
+            continue
+        if problem is not None:
+            return problem, None
+    unhashed = [name for name, entry in files.items() if entry["sha256"] is None]
+    for name, entry in files.items():
+        if entry["sha256"] is not None and file_sha256(folder / name) != entry["sha256"]:
+            return (
+                f"{name} does not match its recorded sha256 (its content changed after the save: "
+                "damaged on disk or edited)",
+                None,
+            )
+    note = None
+    if unhashed:
+        note = (
+            f"{folder.name}'s {COMPLETE_MARKER} records sizes only (written before remark recorded "
+            "hashes): checked sizes and a trial read of its JSON files and safetensors headers, not content hashes"
+        )
+    return None, note
+
+
+def checkpoint_problem(path: str | Path, *, verify: bool = True) -> str | None:
+    """Why ``path`` is not a sound checkpoint (None when it is): what a user can check by hand
+    (:func:`inspect_checkpoint`)."""
+    return inspect_checkpoint(path, verify=verify)[0]
 
 
 def find_checkpoints(output_dir: str | Path) -> list[Path]:
@@ -229,12 +337,17 @@ def find_checkpoints(output_dir: str | Path) -> list[Path]:
     return sorted(found, key=checkpoint_step)
 
 
-def select_checkpoint(output_dir: str | Path) -> tuple[Path | None, list[tuple[Path, str]]]:
-    """(the newest complete checkpoint or None, [(incomplete checkpoint, why)] newest first)."""
+def select_checkpoint(
+    output_dir: str | Path, *, notes: list[str] | None = None
+) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """(the newest sound checkpoint or None, [(incomplete or damaged checkpoint, why)] newest first),
+    each verified (:func:`inspect_checkpoint`); how the chosen one was checked is appended to ``notes``."""
     skipped = []
     for path in reversed(find_checkpoints(output_dir)):
-        problem = checkpoint_problem(path)
+        problem, note = inspect_checkpoint(path)
         if problem is None:
+            if note is not None and notes is not None:
+                notes.append(note)
             return path, skipped
         skipped.append((path, problem))
     return None, skipped
@@ -242,7 +355,7 @@ def select_checkpoint(output_dir: str | Path) -> tuple[Path | None, list[tuple[P
 
 def _saved_at(path: Path) -> float:
     try:
-        return float(json.loads((path / COMPLETE_MARKER).read_text())["saved_at"])
+        return float(json.loads((path / COMPLETE_MARKER).read_bytes())["saved_at"])
     except (OSError, ValueError, KeyError, TypeError):
         return float(checkpoint_step(path) or 0)
 
@@ -256,7 +369,7 @@ def rotate_checkpoints(
         return []
     complete, deleted = [], []
     for path in find_checkpoints(output_dir):
-        if checkpoint_problem(path) is None:
+        if checkpoint_problem(path, verify=False) is None:
             complete.append(path)
         else:
             shutil.rmtree(path, ignore_errors=True)
@@ -345,7 +458,7 @@ class SafeCheckpointMixin:
         # TRL's GRPOTrainer keeps its adaptive-entropy controller beside the optimizer state.
         entropy = Path(checkpoint) / "entropy_ctrl_state.json"
         if getattr(self, "use_adaptive_entropy", False) and entropy.is_file():
-            saved = json.loads(entropy.read_text())
+            saved = _read_json(entropy)
             self.entropy_coef = saved["entropy_coef"]
             self._last_world_entropy = saved["last_world_entropy"]
 

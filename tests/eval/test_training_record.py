@@ -60,7 +60,7 @@ def test_comparison_names_each_field_and_the_flags_that_match_the_training(tmp_p
 @pytest.mark.parametrize(
     ("files", "fragment"),
     [
-        ({"train_summary": "{not json"}, "not readable as JSON"),
+        ({"train_summary": "{not json"}, "row 1: not valid JSON"),
         ({"train_summary": {"grounding": {"used": {"match_mode": "loose"}}}}, "match_mode"),
         ({"remark_config": {"year_tolerance": -1}}, "year_tolerance"),
     ],

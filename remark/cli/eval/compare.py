@@ -11,19 +11,18 @@ alike and on the same requests.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from catalog.shared.errors import InputError
+from catalog.shared.files import read_table
 from remark.cli.eval.flags import LISTS, bootstrap_config, emit, filter_names, grounding_notes
 from remark.cli.eval.score import score_file
 
 
 def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
     """(per-request table, settings, what was read) from an eval dir, a parquet file or a predictions file."""
-    import polars as pl
 
     lists = args.lists or "greedy"
     if path.is_dir():
@@ -39,19 +38,20 @@ def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
                 else "pass an `remark eval run` or `remark eval score --out` output dir"
             )
             raise InputError(f"no {name} here ({lists} lists)", path=path, hint=hint)
-        if output_kind(path) not in (RUN_KIND, SCORE_KIND):
+        if output_kind(path, strict=True) not in (RUN_KIND, SCORE_KIND):
             raise InputError(
                 f"not a folder written by `remark eval run` or `eval score --out` (no output marker), so its "
                 f"{name} and metrics.json may come from different runs",
                 path=path,
                 hint=f"re-run the evaluation into a new folder, or pass the {name} file itself",
             )
-        meta = path / "metrics.json"
-        result = json.loads(meta.read_text()) if meta.is_file() else {}
+        from eval.run import read_metrics
+
+        result = read_metrics(path) if (path / "metrics.json").is_file() else {}
         settings = (result.get(part, {}) if part else result).get("settings", {})
-        return pl.read_parquet(table), settings, f"{lists} lists ({table})"
+        return read_table(table, format="parquet"), settings, f"{lists} lists ({table})"
     if path.suffix == ".parquet":
-        return pl.read_parquet(path), {}, f"the lists scored in {path}"
+        return read_table(path, format="parquet"), {}, f"the lists scored in {path}"
     if args.lists == "sampled":
         raise InputError(
             "a predictions file holds one list per request, not sampled lists",

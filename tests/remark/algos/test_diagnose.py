@@ -232,3 +232,58 @@ def test_protoqa_crowdsourced_popularity(data_dir, tmp_path, capsys):
     assert s["responder"]["responder_share"] > 0.5
     assert s["responder"]["zero_signal_frac"] > 2 * s["union"]["zero_signal_frac"]
     assert 0.6 < report["single_vote_share"] < 0.9
+
+
+def test_popularity_groups_are_drawn_batch_by_batch_and_give_the_same_report(monkeypatch):
+    """``diagnose`` reads an iterator of groups one batch at a time (memory holds one batch, not every
+    request's G lists), and the report equals the one from the lists drawn all at once."""
+    import remark.diagnose as diag
+    from remark.diagnose import iter_popularity_groups
+
+    requests = pl.concat([_requests().with_columns(pl.col("request_id") + f"_{i}") for i in range(5)])
+    args = (requests.height, ["a", "b", "c"], np.array([3.0, 2.0, 1.0]))
+    whole = diagnose(
+        requests, popularity_lists(*args, group_size=4, k=2, seed=3), group_size=4, k=2, batch_size=3
+    )
+    drawn, seen = [0], []
+
+    def counting():
+        for group in iter_popularity_groups(*args, group_size=4, k=2, seed=3):
+            drawn[0] += 1
+            yield group
+
+    encode = diag.encode_rows
+    monkeypatch.setattr(diag, "encode_rows", lambda *a, **kw: (seen.append(drawn[0]), encode(*a, **kw))[1])
+    lazy = diagnose(requests, counting(), group_size=4, k=2, batch_size=3)
+    assert seen == [3, 6, 9, 10]  # groups drawn when each batch of 3 requests is encoded
+    assert lazy.to_dict() == whole.to_dict()
+
+
+def test_a_batch_that_cannot_fit_in_memory_is_refused_up_front(dataset, monkeypatch, capsys):
+    from remark.diagnose import diagnose_memory
+
+    # 3 requests of 10, 9 and 10 responders (the answers' counts), G = 100, K = 20, all in one batch
+    need = diagnose_memory([10, 9, 10], group_size=100, k=20, batch_size=48)
+    assert need == 300 * (1000 + 20 * (100 + 10 * 64))
+    monkeypatch.setenv("REMARK_MEMORY_LIMIT_GB", "0.001")
+    capsys.readouterr()
+    assert main(["diagnose", str(dataset), "--policy", "popularity", "--group-size", "100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "remark diagnose: error: field '--group-size': one batch of 3 requests x G = 100 lists x K = 20 ranks "
+        "(up to 10 responders) needs about 4.7 MB of memory, over the limit of 1.0 MB "
+        "(REMARK_MEMORY_LIMIT_GB=0.001) (lower --group-size or --batch-size (one batch is held at a time), "
+        "or set REMARK_MEMORY_LIMIT_GB to allow more)"
+    )
+    # what a new user typed: refused in a second, not killed by the kernel
+    monkeypatch.setenv("REMARK_MEMORY_LIMIT_GB", "2")
+    assert main(["diagnose", str(dataset), "--policy", "popularity", "--group-size", "100000"]) == 2
+    assert (
+        "G = 100000 lists x K = 20 ranks (up to 10 responders) needs about 4.7 GB of memory, over the "
+        "limit of 2.0 GB (REMARK_MEMORY_LIMIT_GB=2)" in capsys.readouterr().err
+    )
+    monkeypatch.setenv("REMARK_MEMORY_LIMIT_GB", "lots")
+    assert main(["diagnose", str(dataset), "--policy", "popularity"]) == 2
+    assert "field 'REMARK_MEMORY_LIMIT_GB': REMARK_MEMORY_LIMIT_GB='lots' is not a positive number" in (
+        capsys.readouterr().err
+    )

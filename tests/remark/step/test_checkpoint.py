@@ -1,5 +1,6 @@
-"""Checkpoint state without pickle (optimizer, scheduler and RNG round trips) and checkpoint completeness:
-the marker, what an incomplete folder is told apart by, selection and rotation."""
+"""Checkpoint state without pickle (optimizer, scheduler and RNG round trips) and checkpoint completeness
+and integrity: the marker (sizes and sha256), what an incomplete or damaged folder is told apart by,
+selection and rotation."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import random
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from remark.step.checkpoint import (
     COMPLETE_MARKER,
     checkpoint_problem,
+    file_sha256,
+    inspect_checkpoint,
     load_optimizer_state,
     load_rng_state,
     rotate_checkpoints,
@@ -72,11 +76,14 @@ def test_rng_state_round_trip(tmp_path):
 # -- completeness --------------------------------------------------------------------------------------
 
 
-def _complete(folder, step=2, weights=b"0123456789"):
+TRAINER_STATE = '{"global_step": 2, "log_history": [{"step": 1, "loss": 0.5}]}'
+
+
+def _complete(folder, step=2):
     folder.mkdir(parents=True)
-    (folder / "model.safetensors").write_bytes(weights)
-    (folder / "trainer_state.json").write_text("{}")
-    (folder / "optimizer.safetensors").write_bytes(b"opt")
+    save_file({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}, str(folder / "model.safetensors"))
+    (folder / "trainer_state.json").write_text(TRAINER_STATE)
+    save_file({"state/0/exp_avg": torch.zeros(3)}, str(folder / "optimizer.safetensors"))
     write_complete_marker(folder, step)
     return folder
 
@@ -90,6 +97,37 @@ def _truncated(folder):
     _complete(folder)
     with (folder / "model.safetensors").open("r+b") as fh:
         fh.truncate(4)
+
+
+def _overwrite(path, offset, data: bytes):
+    """Overwrite bytes of ``path`` in place (same size), as a disk error or a stray write would."""
+    size = path.stat().st_size
+    with path.open("r+b") as fh:
+        fh.seek(offset if offset >= 0 else size + offset)
+        fh.write(data)
+    assert path.stat().st_size == size
+
+
+def _flipped_weights(folder):
+    _complete(folder)
+    _overwrite(folder / "model.safetensors", -4, b"\xff\xff\xff\xff")  # a tensor's bytes: header intact
+
+
+def _damaged_header(folder):
+    _complete(folder)
+    _overwrite(folder / "model.safetensors", 0, b"\xff\xff\xff\xff")  # "header too large"
+
+
+def _damaged_state(folder):
+    _complete(folder)
+    _overwrite(folder / "trainer_state.json", 0, b"#")  # same size, not JSON any more
+
+
+def _state_without_step(folder):
+    _complete(folder)
+    text = TRAINER_STATE.replace('"global_step"', '"global_stap"')
+    (folder / "trainer_state.json").write_text(text)
+    write_complete_marker(folder, 2)  # the marker agrees: the trial read still refuses it
 
 
 def _missing(folder):
@@ -108,10 +146,23 @@ INCOMPLETE = {
         _model_only,
         f"no {COMPLETE_MARKER}, the save was interrupted (it holds model.safetensors)",
     ),
-    "truncated safetensors": (_truncated, "model.safetensors has 4 bytes, 10 when it was saved"),
+    "truncated safetensors": (_truncated, "model.safetensors has 4 bytes, 96 when it was saved"),
     "a file missing": (_missing, "optimizer.safetensors is missing"),
     "unreadable marker": (_bad_marker, f"{COMPLETE_MARKER} is unreadable"),
     "absent": (lambda f: None, "not found"),
+    "flipped weight bytes": (
+        _flipped_weights,
+        "model.safetensors does not match its recorded sha256 (its content changed after the save",
+    ),
+    "damaged safetensors header": (
+        _damaged_header,
+        "the safetensors header of model.safetensors claims 4294967295 bytes in a file of",
+    ),
+    "damaged trainer state": (_damaged_state, "trainer_state.json is unreadable: not valid JSON"),
+    "trainer state without its step": (
+        _state_without_step,
+        "trainer_state.json is unreadable: missing (field 'global_step')",
+    ),
 }
 
 
@@ -123,26 +174,80 @@ def test_incomplete_checkpoints_are_named_for_what_is_wrong(tmp_path, case):
     assert message in checkpoint_problem(folder)
 
 
-def test_a_complete_checkpoint_lists_its_files_and_sizes(tmp_path):
+def test_a_complete_checkpoint_lists_its_files_sizes_and_hashes(tmp_path):
     folder = _complete(tmp_path / "checkpoint-2")
-    assert checkpoint_problem(folder) is None
+    assert inspect_checkpoint(folder) == (None, None)
     marker = json.loads((folder / COMPLETE_MARKER).read_text())
-    assert marker["step"] == 2
-    assert marker["files"] == {"model.safetensors": 10, "optimizer.safetensors": 3, "trainer_state.json": 2}
+    assert (marker["format"], marker["step"]) == (2, 2)
+    names = ["model.safetensors", "optimizer.safetensors", "trainer_state.json"]
+    assert marker["files"] == {
+        n: {"size": (folder / n).stat().st_size, "sha256": file_sha256(folder / n)} for n in names
+    }
+    assert marker["files"]["trainer_state.json"]["size"] == len(TRAINER_STATE)
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
+def test_damage_that_keeps_sizes_passes_the_cheap_check_only(tmp_path):
+    """Rotation's check (marker and sizes) does not read the files; resume's does."""
+    _flipped_weights(tmp_path / "checkpoint-4")
+    assert checkpoint_problem(tmp_path / "checkpoint-4", verify=False) is None
+    assert "sha256" in checkpoint_problem(tmp_path / "checkpoint-4")
+
+
+def test_a_marker_without_hashes_is_checked_by_size_and_trial_read_and_says_so(tmp_path):
+    folder = _complete(tmp_path / "checkpoint-2")
+    marker = json.loads((folder / COMPLETE_MARKER).read_text())
+    old = {
+        "step": 2,
+        "saved_at": marker["saved_at"],
+        "files": {n: e["size"] for n, e in marker["files"].items()},
+    }
+    (folder / COMPLETE_MARKER).write_text(json.dumps(old))
+    problem, note = inspect_checkpoint(folder)
+    assert problem is None
+    assert note == (
+        f"checkpoint-2's {COMPLETE_MARKER} records sizes only (written before remark recorded hashes): "
+        "checked sizes and a trial read of its JSON files and safetensors headers, not content hashes"
+    )
+    _overwrite(folder / "trainer_state.json", 0, b"[")  # the trial read still finds this
+    assert inspect_checkpoint(folder)[0].startswith("trainer_state.json is unreadable: not valid JSON")
+    _overwrite(folder / "trainer_state.json", 0, b"{")
+    _overwrite(folder / "model.safetensors", -4, b"\xff\xff\xff\xff")  # and without hashes, this not
+    assert inspect_checkpoint(folder)[0] is None
+
+
+@pytest.mark.parametrize(
+    ("marker", "field"),
+    [
+        ({"step": 2, "saved_at": 1.0}, "files"),
+        ({"step": "2", "saved_at": 1.0, "files": {}}, "step"),
+        (
+            {"step": 2, "saved_at": 1.0, "files": {"model.safetensors": {"size": 4}}},
+            "files.model.safetensors.sha256",
+        ),
+        ({"step": 2, "saved_at": 1.0, "files": {"a": {"size": 4, "sha256": "abc"}}}, "files.a.sha256"),
+    ],
+)
+def test_a_marker_with_a_missing_or_mistyped_field_names_it(tmp_path, marker, field):
+    folder = _complete(tmp_path / "checkpoint-2")
+    (folder / COMPLETE_MARKER).write_text(json.dumps(marker))
+    assert checkpoint_problem(folder).startswith(f"{COMPLETE_MARKER} is unreadable: ")
+    assert checkpoint_problem(folder).endswith(f"(field {field!r})")
 
 
 def test_select_takes_the_newest_complete_and_names_the_skipped(tmp_path):
     _complete(tmp_path / "checkpoint-2")
     _complete(tmp_path / "checkpoint-10", step=10)
     _truncated(tmp_path / "checkpoint-12")
+    _flipped_weights(tmp_path / "checkpoint-13")
     (tmp_path / "checkpoint-14").mkdir()
     (tmp_path / "checkpoint-x").mkdir()  # not a checkpoint name
     chosen, skipped = select_checkpoint(tmp_path)
     assert chosen == tmp_path / "checkpoint-10"  # by step, not by name (10 > 2)
-    assert [(p.name, why.split(" ")[0]) for p, why in skipped] == [
-        ("checkpoint-14", "empty"),
-        ("checkpoint-12", "model.safetensors"),
+    assert [(p.name, " ".join(why.split(" ")[:3])) for p, why in skipped] == [
+        ("checkpoint-14", "empty folder (the"),
+        ("checkpoint-13", "model.safetensors does not"),
+        ("checkpoint-12", "model.safetensors has 4"),
     ]
     assert select_checkpoint(tmp_path / "absent") == (None, [])
 

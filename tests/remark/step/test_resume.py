@@ -2,13 +2,16 @@
 
 A run killed in the middle of saving checkpoint-4 (model written, optimizer not; or everything written
 but the completion marker) leaves checkpoint-2 complete; ``remark train --resume`` skips checkpoint-4,
-saying why, continues from checkpoint-2 and reproduces the uninterrupted run's losses. A new run into a
-used output_dir is refused; ``--overwrite`` removes exactly the old run's files.
+saying why, continues from checkpoint-2 and reproduces the uninterrupted run's losses. A complete
+checkpoint damaged afterwards (bytes of its weights or its trainer state overwritten, sizes unchanged) is
+skipped the same way, and the run resumed past it equals one resumed from checkpoint-2 directly. A new run
+into a used output_dir is refused; ``--overwrite`` removes exactly the old run's files.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ import yaml
 
 from remark.cli.main import main
 from remark.run.output_dir import prepare_output_dir
-from remark.step.checkpoint import COMPLETE_MARKER, checkpoint_problem
+from remark.step.checkpoint import COMPLETE_MARKER, checkpoint_problem, file_sha256
 from tests.killable import run_and_kill
 from tests.remark.run.run_fields import tiny_run_fields
 
@@ -93,6 +96,89 @@ def test_kill_during_a_checkpoint_save_then_resume_reproduces_the_losses(
     assert (run / "final" / "model.safetensors").is_file()
 
 
+def _hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): file_sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _weights(path: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(path))
+
+
+def _copy_run(
+    uninterrupted_root: Path, tmp_path: Path, name: str, data: Path, model: Path
+) -> tuple[Path, Path]:
+    """The uninterrupted run's folder (checkpoint-2 and checkpoint-4, both complete) copied to ``name``,
+    with a config whose output_dir is the copy."""
+    shutil.copytree(uninterrupted_root / "full", tmp_path / name)
+    return tmp_path / name, write_config(tmp_path, data, model, name)
+
+
+@pytest.fixture(scope="module")
+def resumed_from_2(uninterrupted, hand_model_dir, tmp_path_factory) -> Path:
+    """The uninterrupted run copied, then resumed from its checkpoint-2 by path (the reference)."""
+    data, _ = uninterrupted
+    ref, cfg = _copy_run(Path(data).parent, tmp_path_factory.mktemp("reference"), "ref", data, hand_model_dir)
+    assert main(["train", "--config", str(cfg), "--resume", str(ref / "checkpoint-2")]) == 0
+    return ref
+
+
+DAMAGE = {
+    # flipped bytes inside a tensor: the header still parses, only the hash can tell
+    "weights": (
+        "model.safetensors",
+        -64,
+        b"\x7f" * 16,
+        "model.safetensors does not match its recorded sha256",
+    ),
+    # the header length itself: safetensors would say "header too large"
+    "weights-header": (
+        "model.safetensors",
+        0,
+        b"\xff" * 8,
+        "the safetensors header of model.safetensors claims",
+    ),
+    "trainer-state": ("trainer_state.json", 0, b"#", "trainer_state.json is unreadable: not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_checkpoint_is_skipped_and_the_resume_equals_one_from_the_older(
+    uninterrupted, resumed_from_2, hand_model_dir, tmp_path, capsys, damage
+):
+    data, _ = uninterrupted
+    root = Path(data).parent
+    name, offset, garbage, why = DAMAGE[damage]
+    run, cfg = _copy_run(root, tmp_path, "damaged", data, hand_model_dir)
+    target = run / "checkpoint-4" / name
+    size = target.stat().st_size
+    with target.open("r+b") as fh:  # same size: the marker's sizes still agree
+        fh.seek(offset if offset >= 0 else size + offset)
+        fh.write(garbage)
+    assert target.stat().st_size == size and checkpoint_problem(run / "checkpoint-4", verify=False) is None
+    older = _hashes(run / "checkpoint-2")
+    capsys.readouterr()
+    # passed by path, the damaged checkpoint is refused before anything loads
+    assert main(["train", "--config", str(cfg), "--resume", str(run / "checkpoint-4")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"{run / 'checkpoint-4'}, field '--resume': cannot resume from this checkpoint: {why}" in err
+    # --resume skips it, says why, and continues from checkpoint-2
+    assert main(["train", "--config", str(cfg), "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert f"resume: skipped checkpoint-4: {why}" in out
+    assert f"resume: from {run / 'checkpoint-2'}" in out
+    assert _hashes(run / "checkpoint-2") == older  # the sound checkpoint is left intact
+    assert checkpoint_problem(run / "checkpoint-4") is None  # saved again, sound this time
+    # the same as a run resumed from checkpoint-2 directly, bit for bit
+    ref = resumed_from_2
+    assert logged_losses(run / "checkpoint-4") == logged_losses(ref / "checkpoint-4")
+    got, want = _weights(run / "final" / "model.safetensors"), _weights(ref / "final" / "model.safetensors")
+    assert got.keys() == want.keys()
+    assert all(got[k].equal(want[k]) for k in want)
+
+
 def test_rotation_keeps_only_complete_checkpoints(uninterrupted, hand_model_dir, tmp_path, capsys):
     data, _ = uninterrupted
     cfg = write_config(tmp_path, data, hand_model_dir, "rot", save_steps=1, save_total_limit=2)
@@ -115,7 +201,7 @@ def test_resume_without_a_checkpoint_is_a_clear_error(uninterrupted, hand_model_
     assert main(["train", "--config", str(cfg), "--resume"]) == 2
     captured = capsys.readouterr()
     assert "resume: skipped checkpoint-2: empty folder" in captured.out
-    assert "no complete checkpoint to resume from (1 incomplete, listed above)" in captured.err
+    assert "no complete checkpoint to resume from (1 incomplete or damaged, listed above)" in captured.err
     assert main(["train", "--config", str(cfg), "--resume", "--overwrite"]) == 2
     assert "--resume and --overwrite contradict each other" in capsys.readouterr().err
 

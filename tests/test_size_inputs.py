@@ -1,0 +1,108 @@
+"""Inputs whose size sets the memory a command needs are refused up front with one line (exit 2) naming
+the flag, the estimate and the limit (``catalog.shared.memory``), instead of a kill by the kernel.
+
+``REMARK_MEMORY_LIMIT_GB`` pins the limit, so the refusals do not depend on this machine's memory.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from catalog.shared.memory import ENV, SIZE_INPUTS, format_bytes, memory_limit
+from tests.test_bad_input_table import run_cli, world  # noqa: F401  (the shared world fixture)
+
+
+def _refused(argv, *fragments):
+    code, _, err = run_cli(argv)
+    assert "Traceback" not in err and code == 2, f"exit {code}\n{err[-2000:]}"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("remark "), err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def limit_4gb(monkeypatch):
+    monkeypatch.setenv(ENV, "4")
+
+
+def test_eval_run_refuses_samples_that_cannot_be_held(tiny_model_dir, tmp_path, limit_4gb):
+    from tests.eval.conftest import write_tiny_dataset
+
+    data = write_tiny_dataset(tmp_path / "data")
+    base = ["eval", "run", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(tmp_path / "o")]
+    base += ["--engine", "transformers", "--split", "all"]
+    # every completion is held until scored: 1e6 samples of 320 tokens per request
+    _refused(
+        [*base, "--num-samples", "1000000"],
+        "field '--num-samples'",
+        "prompts x 1000001 lists of up to 320 tokens",
+        "over the limit of 4.0 GB (REMARK_MEMORY_LIMIT_GB=4)",
+        "lower --num-samples or --max-new-tokens",
+    )
+    # one generate call of 16 prompts x 20000 sequences: its KV cache
+    _refused(
+        [*base, "--num-samples", "20000", "--batch-size", "16"],
+        "field '--batch-size'",
+        "x 20000 sequences x",
+        "(its KV cache and logits)",
+        "lower --batch-size, --num-samples or --max-new-tokens",
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def test_kv_cache_estimate_of_a_known_config():
+    from eval.generate import LOGIT_COPIES, kv_cache_bytes
+
+    # Qwen2.5-0.5B-Instruct's config: 24 layers, 2 KV heads of 64, bf16, vocab 151936
+    qwen = {"num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "hidden_size": 896,
+            "vocab_size": 151936, "torch_dtype": "bfloat16"}  # fmt: skip
+    per_token = 2 * 24 * 2 * 64 * 2  # 12 kB
+    assert kv_cache_bytes(qwen, 16, 400) == 16 * 400 * per_token + 16 * 151936 * 4 * LOGIT_COPIES
+    assert kv_cache_bytes({"model_type": "x"}, 16, 400) == 0  # sizes unknown: not estimated
+
+
+def test_bootstrap_resamples_that_cannot_be_held_are_refused(world, limit_4gb):  # noqa: F811
+    from eval.bootstrap import BOOTSTRAP_BASE_BYTES, BYTES_PER_DRAW, bootstrap_memory
+
+    assert bootstrap_memory(60, 10**8) == BYTES_PER_DRAW * 60 * 10**8 + BOOTSTRAP_BASE_BYTES
+    argv = ["eval", "score", "--data", str(world / "ds"), "--predictions", str(world / "preds.jsonl")]
+    line = _refused(
+        [*argv, "--resamples", "100000000"],
+        "field '--resamples'",
+        "a bootstrap of 100000000 resamples x ",
+        "statistics needs about",
+        "over the limit of 4.0 GB",
+        "lower --resamples (the default is 9999)",
+    )
+    assert "GB of memory" in line
+
+
+def test_plan_candidates_that_cannot_be_held_are_refused(world, monkeypatch):  # noqa: F811
+    monkeypatch.setenv(ENV, "0.0001")  # 100 kB: 2000 candidates x 5 requests x 64 bytes = 640 kB
+    grid = ",".join(str(g) for g in range(2, 2002))
+    _refused(["plan-group-size", "--profile", str(world / "profile.json"), "--pass-rates", str(world / "rates.jsonl"),
+              "--memory-budget", "40", "--candidates", grid],
+             "field '--candidates'", "2000 candidate G x 5 requests needs about 640.0 kB of memory")  # fmt: skip
+
+
+def test_a_synthetic_world_that_cannot_be_held_is_refused(tmp_path, limit_4gb):
+    _refused(["prep", "synthetic", "--out", str(tmp_path / "o"), "--n-requests", "10000000"],
+             "field '--n-requests'", "a synthetic world of 10000000 requests and 96 items needs about 505.8 GB")  # fmt: skip
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_limit_and_the_table(monkeypatch):
+    monkeypatch.setenv(ENV, "2.5")
+    assert memory_limit() == (2_500_000_000, "REMARK_MEMORY_LIMIT_GB=2.5")
+    monkeypatch.delenv(ENV)
+    cap, source = memory_limit()
+    assert cap > 0 and ("available now" in source or "could not be read" in source)
+    assert [format_bytes(x) for x in (999, 1500, 2.5e9, 3e12)] == ["999 bytes", "1.5 kB", "2.5 GB", "3.0 TB"]
+    for row in SIZE_INPUTS.values():  # every estimator the table names exists
+        name = row.split(": ", 1)[1].split(" ")[0]
+        module, _, attr = name.rpartition(".")
+        assert hasattr(importlib.import_module(module), attr), name
