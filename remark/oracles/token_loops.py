@@ -61,7 +61,7 @@ class LoopOffsetMapper:
     def __call__(self, completion_ids: Sequence[Sequence[int]]) -> TokenOffsets:
         rows = [[int(i) for i in row] for row in completion_ids]
         width = max((len(r) for r in rows), default=0)
-        texts = self._decode(rows)
+        texts = self._decode(rows) if rows else []  # batch_decode([]) reads as one empty sequence
         start = np.zeros((len(rows), width), dtype=np.int64)
         end = np.zeros((len(rows), width), dtype=np.int64)
         n_fallback = 0
