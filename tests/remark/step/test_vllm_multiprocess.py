@@ -27,9 +27,8 @@ pytestmark = VLLM_MARKS
 
 
 def _run(cmd: list[str]) -> None:
+    # torchrun sets its own RANK, WORLD_SIZE, MASTER_PORT (the clean_dist_env fixture removed ours)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):  # torchrun sets its own
-        env.pop(key, None)
     done = subprocess.run(cmd, env=env, cwd=REPO, timeout=600, capture_output=True, text=True)
     if done.returncode != 0:
         tail = (done.stdout[-3000:] + "\n" + done.stderr[-6000:]).strip()
