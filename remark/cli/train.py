@@ -23,16 +23,15 @@ from pathlib import Path
 
 def parse_overrides(pairs: list[str]) -> dict:
     """``["max_steps=5", "use_cpu=true"]`` -> ``{"max_steps": 5, "use_cpu": True}`` (values read as YAML)."""
-    import yaml
-
     from catalog.shared.errors import InputError
+    from catalog.shared.yaml_files import load_yaml
 
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError(f"cannot read override {pair!r}", field="--set", hint="write key=value")
-        out[key.strip()] = yaml.safe_load(value)
+        out[key.strip()] = load_yaml(value, path="--set", what=f"the value of {key.strip()}")
     return out
 
 
@@ -97,10 +96,16 @@ def run(args: argparse.Namespace) -> int:
     cfg = composed.config
     resume = True if args.resume == "latest" else args.resume
     summary = run_training(
-        cfg, resume=resume, overwrite=args.overwrite, command=getattr(args, "command_line", None)
+        cfg,
+        resume=resume,
+        overwrite=args.overwrite,
+        command=getattr(args, "command_line", None),
+        notes=composed.notes,
     )
     if args.json:
         print(json.dumps(summary, indent=2))
+    elif summary.get("resumed") == "already finished":
+        print(f"final model: {summary['final']} (unchanged, step {summary['global_step']})")
     else:
         best = summary["best"]
         print(f"trained {summary['global_step']} steps; final model: {summary['final']}")
