@@ -24,7 +24,6 @@ stream restarts on resume (it is not checkpointed). Departures from Rank-GRPO: `
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Any
 
@@ -39,8 +38,6 @@ from remark.step.checkpoint import SafeCheckpointMixin
 from remark.step.logps_hook import logps_hook
 from remark.step.rank_step import RankSettings, Round, rank_step
 from remark.step.refill import merge_batches
-
-logger = logging.getLogger(__name__)
 
 
 class AcceleratorGather:
@@ -116,12 +113,6 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, GRPOTrainer):
         self._advisor = next(
             (c for c in self.callback_handler.callbacks if isinstance(c, GroupSizeAdvisor)), None
         )
-        if args.vllm_importance_sampling_correction and not args.use_vllm:
-            logger.info(
-                "vllm_importance_sampling_correction (%s) is a no-op: generation uses transformers, whose sampling "
-                "log-probs are the policy's own",
-                args.vllm_importance_sampling_mode,
-            )
 
     # -- steps 1 and 2: TRL's round (which scores), then the rank step ------------------------------------
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
