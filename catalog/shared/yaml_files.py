@@ -91,7 +91,7 @@ def _run(text: str, path: str | PathLike[str] | None, what: str, method: str) ->
             f"{what} refused: {message}",
             path=path,
             row=row,
-            hint="write the values out instead of through YAML aliases (*name)",
+            hint="write the values out instead of through YAML aliases",
         ) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)

@@ -141,7 +141,9 @@ def parse_fractions(text: str) -> list[tuple[str, float]]:
         pairs.append((name, fraction))
     total = sum(f for _, f in pairs)
     if abs(total - 1.0) > 1e-9:
-        raise InputError(f"the fractions {text!r} sum to {total:g}, not 1", field=field, hint=hint)
+        raise InputError(
+            f"the fractions {text!r} add up to {total:g}: they must sum to 1", field=field, hint=hint
+        )
     return pairs
 
 

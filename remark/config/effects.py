@@ -10,7 +10,7 @@ the fields it reads are (``Effect.needs``), and :func:`check_effects` applies on
   only when they differ from the field's default (``load_config`` passes where each value came from);
 - a value given where it cannot act is an **error** (``InputError`` naming the field, the condition's
   fields and where each was set), unless the row is a **notice** (harmless and expected: the on-policy
-  ratio settings of a recipe, a token-map value the segmentation does not use), the value came from a
+  ratio settings, a token-map value the segmentation does not use), the value came from a
   recipe (its author, not the user, chose it), or the condition was switched off in a later layer than
   the value was set (``--set use_vllm=false`` on a config file that sets ``vllm_mode``: the user turned
   the feature off on purpose). A notice is printed before training and recorded in
