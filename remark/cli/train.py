@@ -6,10 +6,13 @@ Examples::
     remark train --recipe dapo --config configs/recipes/runs/tiny_cpu.yaml   # a GRPO-family recipe
     remark train --config configs/remark.yaml --set max_steps=500 learning_rate=2e-6
     remark train --config configs/remark.yaml --resume            # newest complete checkpoint in output_dir
+    remark train --config configs/remark.yaml --resume --set max_steps=4000   # train a finished run on
     remark train --config configs/remark.yaml --overwrite         # clear the previous run in output_dir first
     accelerate launch --config_file configs/accelerate/multi_gpu.yaml -m remark.cli.main train --config ...
 
-The config is validated before any model loads; errors name the field and what to change.
+The config is validated before any model loads; errors name the field and what to change. A setting
+given where another one keeps it from acting is refused naming both, or noted (``remark.config.effects``).
+``--resume`` of a run that already reached ``max_steps`` changes nothing and says so (exit 0).
 With ``--recipe NAME`` (``remark recipes`` lists them) the recipe's loss-family fields come first, the
 config file on top, ``--set`` last; the recipe fields they change are printed before training.
 """
