@@ -36,7 +36,9 @@ def read_card_header(text: str) -> dict[str, Any]:
     if not text.startswith("---\n"):
         return {}
     end = text.index("\n---\n", 3)
-    return yaml.safe_load(text[4 : end + 1]) or {}
+    from catalog.shared.yaml_files import load_yaml
+
+    return load_yaml(text[4 : end + 1], what="card header") or {}
 
 
 def size_category(n: int) -> str:

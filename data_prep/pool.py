@@ -58,8 +58,11 @@ class SplitSpec:
         names = [n for n, _ in self.fractions]
         if not names or any(n not in SPLITS for n in names) or len(set(names)) != len(names):
             raise ValueError(f"split names must be distinct, among {list(SPLITS)}; got {names}")
-        if any(f < 0 for _, f in self.fractions) or abs(sum(f for _, f in self.fractions) - 1.0) > 1e-9:
-            raise ValueError(f"split fractions must be >= 0 and sum to 1; got {self.fractions}")
+        if (
+            not all(0.0 <= f <= 1.0 for _, f in self.fractions)
+            or not abs(sum(f for _, f in self.fractions) - 1.0) <= 1e-9
+        ):
+            raise ValueError(f"split fractions must be in [0, 1] and sum to 1; got {self.fractions}")
 
 
 def hash_split(request_ids: list[str], spec: SplitSpec) -> list[str]:

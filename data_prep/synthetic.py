@@ -155,8 +155,8 @@ def generate_world(
     """
     if n_requests < 1 or n_items < 20:
         raise ValueError("generate_world needs n_requests >= 1 and n_items >= 20")
-    if abs(sum(split_fractions) - 1.0) > 1e-9:
-        raise ValueError(f"split_fractions must sum to 1, got {split_fractions}")
+    if not all(0.0 <= f <= 1.0 for f in split_fractions) or not abs(sum(split_fractions) - 1.0) <= 1e-9:
+        raise ValueError(f"split_fractions must be in [0, 1] and sum to 1, got {split_fractions}")
     if not 0.0 <= offbeat_prob < 1.0:
         raise ValueError(f"offbeat_prob must be in [0, 1), got {offbeat_prob}")
     if mean_responders < 1.0 or mean_items_per_responder < 1.0:

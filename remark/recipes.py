@@ -75,8 +75,6 @@ LOSS_FAMILY_FIELDS = frozenset(
         "eos_early_penalty",
     }
 )
-#: Fields whose effect needs a changing policy between generation and update (importance ratios).
-RATIO_FIELDS = ("importance_sampling_level", "rank_level_ratio", "gmpo_level", "epsilon", "epsilon_high")
 
 
 @dataclass(frozen=True)
@@ -124,15 +122,11 @@ def _resolve(name_or_path: str | Path) -> Path:
 
 def load_recipe(name_or_path: str | Path) -> Recipe:
     """A shipped recipe by name, or a recipe file by path; errors name the file and the bad key."""
-    import yaml
-
     from catalog.shared.files import read_text
+    from catalog.shared.yaml_files import load_yaml
 
     path = _resolve(name_or_path)
-    try:
-        data = yaml.safe_load(read_text(path, what="recipe file"))
-    except yaml.YAMLError as err:
-        raise InputError(f"not valid YAML: {err}", path=path) from err
+    data = load_yaml(read_text(path, what="recipe file"), path=path, what="recipe file")
     if not isinstance(data, dict):
         raise InputError("a recipe is a mapping with description, source and fields", path=path)
     unknown = set(data) - {"description", "source", "fields"}

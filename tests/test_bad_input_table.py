@@ -2,7 +2,7 @@
 
 A table of real bad inputs a user can produce, across ``prep``, ``ground``, ``eval score|run|compare|
 steps|curves``, ``diagnose``, ``curve``, ``plan-group-size``, ``sft``, ``stats``, ``train`` config files
-and ``--set``. Each case runs the CLI in-process (``remark.cli.main.main(argv)``, stdout and stderr
+and ``--set`` (a setting where it has no effect, a number out of its range, a YAML alias bomb). Each case runs the CLI in-process (``remark.cli.main.main(argv)``, stdout and stderr
 captured) and asserts: exit status 2, no traceback, the ``remark CMD: error:`` line, and every fragment
 that names the place (file, row, field) and the problem. A handful run again through real subprocesses
 (``python -m remark.cli.main``) to prove the console boundary itself; the last tests pin what the boundary
@@ -144,10 +144,20 @@ def C(id, argv, *expect, files=None, stdin=None) -> Case:
 
 
 PREP = "prep threads --catalog {w}/cat.csv --out {t}/out --input"
+PREP_OK = "prep threads --input {w}/threads.jsonl --catalog {w}/cat.csv --out {t}/out"
 GOOD = thread("q1", "a", "Moon", 2009, "train")
 PQ = {"metadata": {"id": "q1"}, "question": {"normalized": "name a fruit"}}
 SCORE = "eval score --data {w}/ds --predictions"
 TRAIN = "train --config {w}/base.yaml --set"
+#: nine levels of nine aliases: a few hundred bytes standing for 9**9 strings
+BOMB = (
+    "a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10))
+    + "lora_target_modules: *a9\n"
+)
+BOMB_SET = "&a [x, x, x, x, x, x, x, x, x, x], " + ", ".join(
+    ["&b [" + ", ".join(["*a"] * 10) + "]"] + ["*b"] * 2000
+)
 
 CASES = [
     # --- prep: silent cases are errors ---------------------------------------------------------
@@ -189,6 +199,26 @@ CASES = [
     C("prep-split-fractions", "prep threads --input {w}/threads.jsonl --catalog {w}/cat.csv --out {t}/out "
       "--split-fractions train=0.9,test=0.3", "field '--split-fractions'", "sum to 1"),
     C("prep-n-requests-0", "prep synthetic --out {t}/out --n-requests 0", "argument --n-requests", "'0'"),
+    C("prep-n-items-5", "prep synthetic --out {t}/out --n-items 5", "argument --n-items", "must be >= 20"),
+    C("prep-seed-negative", "prep synthetic --out {t}/out --seed -1", "argument --seed", "'-1' is out of range"),
+    C("prep-split-fractions-nan", f"{PREP_OK} --split-fractions train=nan,valid=0.5,test=0.5",
+      "field '--split-fractions'", "--split-fractions=nan must be >= 0 and <= 1"),
+    C("prep-split-fractions-above-1", f"{PREP_OK} --split-fractions train=1.5,test=-0.5",
+      "field '--split-fractions'", "--split-fractions=1.5 must be >= 0 and <= 1"),
+    C("prep-split-fractions-unknown-split", f"{PREP_OK} --split-fractions train=0.5,holdout=0.5",
+      "field '--split-fractions'", "unknown split 'holdout'"),
+    C("prep-split-fractions-twice", f"{PREP_OK} --split-fractions train=0.5,training=0.5",
+      "field '--split-fractions'", "split 'train' is given twice"),
+    C("prep-synthetic-split-fractions-sum", "prep synthetic --out {t}/out --split-fractions train=0.5",
+      "field '--split-fractions'", "add up to 0.5: they must sum to 1"),
+    C("prep-split-seed-on-synthetic", "prep synthetic --out {t}/out --split-seed 3", "field '--split-seed'",
+      "has no effect on the synthetic source"),
+    C("prep-n-items-on-threads", f"{PREP_OK} --n-items 50", "field '--n-items'", "has no effect on source 'threads'"),
+    C("prep-items-on-threads", f"{PREP_OK} --items clusters", "field '--items'", "picks ProtoQA's answer items"),
+    C("prep-split-fractions-with-split-by-time", f"{PREP_OK} --split-by-time reddit-v2 --split-fractions train=1",
+      "field '--split-fractions'", "with --split-by-time"),
+    C("prep-split-fractions-every-input-split", "prep threads --input train={w}/threads.jsonl --catalog {w}/cat.csv "
+      "--out {t}/out --split-seed 4", "field '--split-seed'", "every --input names its split"),
     C("prep-protoqa-raw-is-a-list", "prep protoqa --out {t}/out --input {t}/pq.jsonl",
       "pq.jsonl, row 1, field 'answers.raw'", "found a list",
       files={"pq.jsonl": jsonl([PQ | {"answers": {"raw": ["apple", "pear"]}}])}),
@@ -228,9 +258,13 @@ CASES = [
     # --- eval score / run / compare ----------------------------------------------------------------
     C("score-not-utf8", f"{SCORE} {{t}}/p.jsonl", "p.jsonl, row 2", "not UTF-8",
       files={"p.jsonl": b'{"request_id": "q4", "recommendations": ["Moon"]}\n{"request_id": "q5\xff"}\n'}),
-    C("score-k-0", f"{SCORE} {{w}}/preds.jsonl --k 0", "argument --k", "from 1 to 50, got '0'"),
-    C("score-k-above-50", f"{SCORE} {{w}}/preds.jsonl --k 5 100", "argument --k", "from 1 to 50, got '100'"),
-    C("score-k-not-a-number", f"{SCORE} {{w}}/preds.jsonl --k ten", "argument --k", "got 'ten'"),
+    C("score-k-0", f"{SCORE} {{w}}/preds.jsonl --k 0", "argument --k", "'0' is out of range: must be >= 1 and <= 50"),
+    C("score-k-above-50", f"{SCORE} {{w}}/preds.jsonl --k 5 100", "argument --k", "'100' is out of range"),
+    C("score-k-not-a-number", f"{SCORE} {{w}}/preds.jsonl --k ten", "argument --k", "'ten' is not an integer"),
+    C("score-seed-negative", f"{SCORE} {{w}}/preds.jsonl --seed -1", "argument --seed",
+      "'-1' is out of range: must be >= 0 and <= 4294967295"),
+    C("score-confidence-1", f"{SCORE} {{w}}/preds.jsonl --confidence 1", "argument --confidence",
+      "'1' is out of range: must be > 0 and < 1"),
     C("score-recommendations-not-a-list", f"{SCORE} {{t}}/p.jsonl", "p.jsonl, row 1, field 'recommendations'",
       files={"p.jsonl": jsonl([{"request_id": "q4", "recommendations": "Moon (2009)"}])}),
     C("score-item-not-text", f"{SCORE} {{t}}/p.jsonl", "p.jsonl, row 1, field 'recommendations[1]'", "not a string",
@@ -247,6 +281,10 @@ CASES = [
     C("run-temperature-0", "eval run --model {w}/model --data {w}/ds --out {t}/out --num-samples 2 --temperature 0",
       "argument --temperature", "'0'"),
     C("run-top-p", "eval run --model {w}/model --data {w}/ds --out {t}/out --top-p 1.5", "argument --top-p", "'1.5'"),
+    C("run-temperature-without-samples", "eval run --model {w}/model --data {w}/ds --out {t}/out --temperature 0.7",
+      "field '--temperature'", "has no effect without --num-samples"),
+    C("run-gen-seed-negative", "eval run --model {w}/model --data {w}/ds --out {t}/out --gen-seed -2",
+      "argument --gen-seed", "'-2' is out of range"),
     C("compare-not-scored", "eval compare {w}/ds {w}/scored", "ds: no per_request.parquet"),
     C("compare-needs-data", "eval compare {w}/preds.jsonl {w}/scored", "preds.jsonl, field '--data'"),
     C("compare-k-0", "eval compare {w}/scored {w}/scored --k 0", "argument --k", "'0'"),
@@ -280,7 +318,11 @@ CASES = [
       "threads.jsonl, row 1", "not a ProtoQA question line"),
     # --- diagnose --------------------------------------------------------------------------------------
     C("diagnose-batch-size-0", "diagnose {w}/ds --policy popularity --batch-size 0", "argument --batch-size", "'0'"),
-    C("diagnose-group-size-1", "diagnose {w}/ds --policy popularity --group-size 1", "group-size", "2 or more"),
+    C("diagnose-group-size-1", "diagnose {w}/ds --policy popularity --group-size 1", "argument --group-size",
+      "'1' is out of range: must be >= 2"),
+    C("diagnose-seed-negative", "diagnose {w}/ds --policy popularity --seed -1", "argument --seed", "'-1'"),
+    C("diagnose-seed-with-lists", "diagnose {w}/ds --group-size 2 --lists {t}/l.jsonl --seed 3", "field '--seed'",
+      "--seed has no effect with --lists", files={"l.jsonl": jsonl([{"request_id": "q0", "lists": [[], []]}])}),
     C("diagnose-unknown-request", "diagnose {w}/ds --group-size 2 --lists {t}/l.jsonl",
       "l.jsonl, row 1, field 'request_id'", "unknown request_id 'q9'",
       files={"l.jsonl": jsonl([{"request_id": "q9", "lists": [["Moon (2009)"], []]}])}),
@@ -300,7 +342,12 @@ CASES = [
       "field 'eval/ndcg@5/union'", "metrics in this log"),
     C("curve-crossover-bad-curve", "curve crossover --curve 1,2,3 --curve 0,1,1,1", "field '--curve'",
       "'1,2,3' is not four numbers"),
-    C("curve-predict-b-0", "curve predict --r0 0 --a 1 --b 0 --c-mid 1 --at 10", "B and C_mid must be > 0"),
+    C("curve-predict-b-0", "curve predict --r0 0 --a 1 --b 0 --c-mid 1 --at 10", "argument --b",
+      "'0' is out of range: must be > 0"),
+    C("curve-fit-level-above-1", "curve fit {w}/run --level 1.5", "argument --level",
+      "'1.5' is out of range: must be > 0 and < 1"),
+    C("curve-crossover-b-0", "curve crossover --curve 0,1,0,1 --curve 0,1,1,1", "field '--curve'",
+      "--b=0.0 must be > 0"),
     # --- plan-group-size ------------------------------------------------------------------------------
     C("plan-profile-not-json", "plan-group-size --profile {t}/p.json --pass-rates {w}/rates.jsonl --memory-budget 40",
       "p.json, row 2", "not valid JSON", files={"p.json": '{"points":\n [1, 2,]}'}),
@@ -318,6 +365,17 @@ CASES = [
     C("sft-not-a-model", "sft --data {w}/ds --model {w}/notmodel --out {t}/out", "notmodel, field '--model'",
       "no config.json"),
     C("sft-lr", "sft --data {w}/ds --model {w}/model --out {t}/out --lr -1", "argument --lr", "'-1'"),
+    C("sft-seed-negative", "sft --data {w}/ds --model {w}/model --out {t}/out --seed -1", "argument --seed", "'-1'"),
+    C("sft-hit-prob-without-noisy", "sft --data {w}/ds --model {w}/model --out {t}/out --hit-prob 0.5",
+      "field '--hit-prob'", "has no effect without --targets noisy"),
+    C("sft-lora-alpha-without-lora-r", "sft --data {w}/ds --model {w}/model --out {t}/out --lora-alpha 8",
+      "field '--lora-alpha'", "without --lora-r"),
+    C("sft-epochs-with-max-steps", "sft --data {w}/ds --model {w}/model --out {t}/out --epochs 2 --max-steps 5",
+      "field '--epochs'", "with --max-steps"),
+    C("demo-seeds-negative", "demo --out {t}/out --seeds 0 -1", "argument --seeds", "'-1' is out of range"),
+    C("steps-seed-negative", "eval steps --run {w}/run --baseline {w}/run --seed -1", "argument --seed", "'-1'"),
+    C("ground-threshold-with-exact", "ground --catalog {w}/cat.csv --match-mode exact --match-threshold 80 {w}/titles",
+      "field '--match-threshold'", "has no effect with --match-mode 'exact'"),
     C("stats-not-a-dataset", "stats {w}/model", "model", "requests.parquet is missing"),
     C("recipes-unknown", "recipes dapoo", "field 'recipe'", "did you mean 'dapo'?"),
 ]  # fmt: skip
@@ -397,6 +455,21 @@ CONFIG_CASES = [
     C("set-trl-divisibility", f"{TRAIN} num_generations=3", "divisible by num_generations",
       "num_generations from --set"),
     C("set-build-tiny-not-a-mapping", f"{TRAIN} build_tiny=5", "--set, field 'build_tiny'", "5 is not a mapping"),
+    C("set-model-with-build-tiny", "train --config {r}/configs/tiny_cpu.yaml --set model_name_or_path=/nonexistent/model "
+      "output_dir={t}/x", "--set, field 'model_name_or_path'", "has no effect with build_tiny set",
+      "(build_tiny: ", "configs/tiny_cpu.yaml line 16)"),
+    C("set-lora-without-peft", f"{TRAIN} lora_r=64", "--set, field 'lora_r'", "lora_r=64 has no effect without use_peft"),
+    C("set-vllm-without-use-vllm", f"{TRAIN} vllm_mode=server", "--set, field 'vllm_mode'", "without use_vllm"),
+    C("set-refill-rounds-without-refill", f"{TRAIN} refill_max_rounds=3", "--set, field 'refill_max_rounds'",
+      "without refill_batch"),
+    C("set-divergence-kl-without-kl", f"{TRAIN} divergence_kl=1.0", "--set, field 'divergence_kl'", "with beta=0.0"),
+    C("set-resume-from-checkpoint", f"{TRAIN} resume_from_checkpoint=x", "field 'resume_from_checkpoint'",
+      "use remark train --resume"),
+    C("set-build-tiny-negative-size", f"{TRAIN} 'build_tiny={{n_requests: -5}}'", "--set, field 'build_tiny'",
+      "build_tiny.n_requests=-5 must be >= 1"),
+    C("set-alias-bomb", f"{TRAIN} 'lora_target_modules=[{BOMB_SET}]'", "--set", "aliases", "expand to more than"),
+    C("config-alias-bomb", "train --config {t}/run.yaml", "run.yaml, row ", "config file refused: its aliases",
+      files={"run.yaml": BOMB}),
     C("train-unknown-recipe", "train --recipe dapoo --config {w}/base.yaml", "field 'recipe'", "did you mean 'dapo'?"),
     C("train-recipe-contradiction", "train --recipe dapo --config {t}/run.yaml", "run.yaml, field 'recipe'",
       "contradicts", files={"run.yaml": '{config:{"recipe": "cispo", "loss_type": null, "scale_rewards": null}}'}),
@@ -413,7 +486,8 @@ def materialise(case: Case, world: Path, tmp: Path) -> list[str]:
         if isinstance(content, str) and content.startswith("{config:"):
             content = config_text(world, **json.loads(content[len("{config:") : -1]))
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    return [a.replace("{w}", str(world)).replace("{t}", str(tmp)) for a in shlex.split(case.argv)]
+    parts = shlex.split(case.argv)
+    return [a.replace("{w}", str(world)).replace("{t}", str(tmp)).replace("{r}", str(REPO)) for a in parts]
 
 
 def check(case: Case, code: int, out: str, err: str) -> None:

@@ -56,7 +56,7 @@ def test_help_imports_no_heavy_library(argv):
     assert out.startswith("usage: remark" + "".join(f" {a}" for a in argv))
 
 
-@pytest.mark.parametrize("package", ["catalog", "remark.algos", "remark.demo"])
+@pytest.mark.parametrize("package", ["catalog", "remark.algos", "remark.demo", "remark.config"])
 def test_lazy_packages_export_every_public_name(package):
     mod = importlib.import_module(package)
     for name in mod.__all__:

@@ -46,9 +46,9 @@ DEFAULT_PROTOQA = REPO.parent / "shared" / "data" / "protoqa"
 
 # -- small helpers ------------------------------------------------------------------------------------
 def load_config(path: Path) -> dict[str, Any]:
-    import yaml
+    from catalog.shared.yaml_files import load_yaml
 
-    return yaml.safe_load(path.read_text())
+    return load_yaml(path.read_text(), path=path, what="config file")
 
 
 def stamp_of(obj: Any) -> str:

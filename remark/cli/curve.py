@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from catalog.shared.errors import InputError
+from remark.config.ranges import check_number, flag_type
 
 X_CHOICES = ("steps", "samples", "gpu_hours")
 #: the ``catalog.shared.outputs.atomic_file`` kind of a ``--plot``.
@@ -24,11 +25,15 @@ def add_parser(subparsers) -> None:
     sub = p.add_subparsers(dest="curve_command", metavar="SUBCOMMAND", required=True)
 
     pr = sub.add_parser("predict", help="R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) at given compute")
-    pr.add_argument("--r0", type=float, required=True, help="starting score R0")
-    pr.add_argument("--a", type=float, required=True, help="ceiling A")
-    pr.add_argument("--b", type=float, required=True, help="efficiency B (> 0)")
-    pr.add_argument("--c-mid", type=float, required=True, help="compute at half the gain (> 0)")
-    pr.add_argument("--at", type=float, nargs="+", required=True, metavar="C", help="compute values")
+    pr.add_argument("--r0", type=flag_type("--r0"), required=True, help="starting score R0")
+    pr.add_argument("--a", type=flag_type("--a"), required=True, help="ceiling A")
+    pr.add_argument("--b", type=flag_type("--b"), required=True, help="efficiency B (> 0)")
+    pr.add_argument(
+        "--c-mid", type=flag_type("--c-mid"), required=True, help="compute at half the gain (> 0)"
+    )
+    pr.add_argument(
+        "--at", type=flag_type("--at"), nargs="+", required=True, metavar="C", help="compute values"
+    )
     pr.add_argument("--json", action="store_true", help="print one JSON object")
     pr.set_defaults(func=_predict)
 
@@ -50,9 +55,15 @@ def add_parser(subparsers) -> None:
         f.add_argument("logs", nargs=nlogs, metavar="LOG", help="a run directory or its eval_log.jsonl")
         f.add_argument("--x", choices=X_CHOICES, default="steps", help="compute axis (default steps)")
         f.add_argument("--metric", default="eval/recall@20/union", help="eval log key (default %(default)s)")
-        f.add_argument("--r0", type=float, default=None, help="fixed R0 (default: the first validation)")
-        f.add_argument("--min-x", type=float, default=None, help="drop points with compute below this")
-        f.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+        f.add_argument(
+            "--r0", type=flag_type("--r0"), default=None, help="fixed R0 (default: the first validation)"
+        )
+        f.add_argument(
+            "--min-x", type=flag_type("--min-x"), default=None, help="drop points with compute below this"
+        )
+        f.add_argument(
+            "--level", type=flag_type("--level"), default=0.95, help="interval level (default 0.95)"
+        )
         f.add_argument(
             "--plot",
             type=Path,
@@ -78,8 +89,8 @@ def parse_curve(text: str):
         r0, a, b, c_mid = (float(x) for x in parts)
     except ValueError:
         raise InputError(f"{text!r} is not four numbers R0,A,B,CMID", field="--curve") from None
-    if not (b > 0 and c_mid > 0):
-        raise InputError(f"{text!r}: B and C_mid must be > 0", field="--curve")
+    for name, value in (("--r0", r0), ("--a", a), ("--b", b), ("--c-mid", c_mid)):
+        check_number(name, value, field="--curve")
     return CurveParams(r0=r0, a=a, b=b, c_mid=c_mid)
 
 

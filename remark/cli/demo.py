@@ -20,6 +20,8 @@ import argparse
 import json
 from pathlib import Path
 
+from remark.config.ranges import flag_type
+
 
 def add_parser(subparsers) -> None:
     from remark.demo import DATA_CHOICES
@@ -39,14 +41,20 @@ def add_parser(subparsers) -> None:
         help="ProtoQA: dev.scraped.jsonl, the folder holding it, or a `remark prep protoqa --items clusters` output",
     )
     p.add_argument(
-        "--steps", type=int, default=None, help="RL steps per method (default: the data's default)"
+        "--steps",
+        type=flag_type("--steps"),
+        default=None,
+        help="RL steps per method (default: the data's default)",
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of the world, model, warm-up and test sampling (default 0)"
+        "--seed",
+        type=flag_type("--seed"),
+        default=0,
+        help="seed of the world, model, warm-up and test sampling (default 0)",
     )
     p.add_argument(
         "--seeds",
-        type=int,
+        type=flag_type("--seeds"),
         nargs="+",
         default=None,
         metavar="S",
@@ -54,12 +62,15 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--threads",
-        type=int,
+        type=flag_type("--threads"),
         default=None,
         help="torch/OpenMP/polars threads of every stage process (default 1); part of what sets the numbers",
     )
     p.add_argument(
-        "--jobs", type=int, default=None, help="stage processes at once (default 2); changes the time only"
+        "--jobs",
+        type=flag_type("--jobs"),
+        default=None,
+        help="stage processes at once (default 2); changes the time only",
     )
     p.add_argument("--fast", action="store_true", help="tiny settings for a smoke run (seconds)")
     p.add_argument("--sequential", action="store_true", help="one stage process at a time (--jobs 1)")

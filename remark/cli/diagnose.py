@@ -20,8 +20,8 @@ from typing import Any
 from catalog.shared.errors import InputError
 from catalog.shared.files import iter_jsonl
 from remark.algos.registry import choices_help, lists_alone, offered
-from remark.cli.args import positive_int
 from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
+from remark.config.ranges import flag_type
 
 #: the ``catalog.shared.outputs.atomic_file`` kind of ``--pass-rates-out``.
 PASS_RATES_KIND = "pass-rates"
@@ -49,8 +49,10 @@ def add_parser(subparsers) -> None:
         choices=["popularity"],
         help="sample K distinct items per list from the training split's union counts",
     )
-    p.add_argument("--group-size", type=int, default=8, help="G, lists per request (default 8)")
-    p.add_argument("--k", type=positive_int, default=20, help="K, scored ranks (default 20)")
+    p.add_argument(
+        "--group-size", type=flag_type("--group-size"), default=8, help="G, lists per request (default 8)"
+    )
+    p.add_argument("--k", type=flag_type("--k"), default=20, help="K, scored ranks (default 20)")
     p.add_argument(
         "--scale",
         choices=[d.name for d in scales],
@@ -60,13 +62,18 @@ def add_parser(subparsers) -> None:
     p.add_argument("--split", default=None, help="diagnose only this split's requests (default: all)")
     p.add_argument(
         "--prior-split",
-        default="train",
-        help="split whose union counts make the popularity prior (default train)",
+        default=None,
+        help="--policy popularity: split whose union counts make the prior (default train)",
     )
     p.add_argument(
-        "--batch-size", type=positive_int, default=48, help="requests per batch (batch scaling; default 48)"
+        "--batch-size",
+        type=flag_type("--batch-size"),
+        default=48,
+        help="requests per batch (batch scaling; default 48)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the popularity policy (default 0)")
+    p.add_argument(
+        "--seed", type=flag_type("--seed"), default=None, help="--policy popularity: its seed (default 0)"
+    )
     add_grounding_flags(p, from_dataset=True)
     p.add_argument(
         "--pass-rate-scheme",
@@ -185,8 +192,13 @@ def run(args: argparse.Namespace) -> int:
     fmt = None
     if args.pass_rates_out is not None:  # refuse before the work: never an input, nor a foreign file
         fmt = check_output_file(args.pass_rates_out, PASS_RATES_KIND, **out_check)
-    if args.group_size < 2:
-        raise InputError(f"--group-size {args.group_size}", field="group-size", hint="use 2 or more")
+    for flag, value in (("--seed", args.seed), ("--prior-split", args.prior_split)):
+        if value is not None and args.policy is None:  # a flag of the popularity policy only
+            raise InputError(
+                f"{flag} has no effect with --lists: it sets the popularity policy's lists",
+                field=flag,
+                hint=f"drop {flag}, or use --policy popularity instead of --lists",
+            )
     ds = load_dataset(args.dataset)
     requests = ds.requests
     if args.split is not None:
@@ -199,15 +211,15 @@ def run(args: argparse.Namespace) -> int:
     notes: dict[str, Any] = {}
     _check_memory(requests, args)
     if args.policy == "popularity":
-        prior_split = args.prior_split
+        prior_split = args.prior_split or "train"
         if ds.requests.filter(pl.col("split") == prior_split).height == 0:
             notes["prior"] = f"no {prior_split!r} split: the prior uses every request"
             prior_split = None
         items, weights = popularity_prior(ds.requests, split=prior_split)
         lists: Any = iter_popularity_groups(  # drawn batch by batch, as diagnose reads them
-            requests.height, items, weights, group_size=args.group_size, k=args.k, seed=args.seed
+            requests.height, items, weights, group_size=args.group_size, k=args.k, seed=args.seed or 0
         )
-        policy, seed = "popularity", args.seed
+        policy, seed = "popularity", args.seed or 0
         notes["prior_items"] = len(items)
     else:
         from data_prep.dataset import choose_grounding

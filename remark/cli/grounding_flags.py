@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from catalog.shared.errors import InputError
+from remark.config.ranges import flag_type
 
 # catalog.match's GroundingSettings fields, MATCH_MODES, SCORERS and defaults, spelled out so that
 # `remark --help` imports no numpy / rapidfuzz (tests/remark/test_grounding_flags.py checks they agree).
@@ -43,13 +44,13 @@ def add_grounding_flags(p: argparse.ArgumentParser, *, from_dataset: bool) -> No
     )
     g.add_argument(
         FLAGS["year_tolerance"],
-        type=int,
+        type=flag_type("--year-tolerance"),
         default=None,
         help=f"largest |year difference| that matches ({default('year_tolerance')})",
     )
     g.add_argument(
         FLAGS["match_threshold"],
-        type=float,
+        type=flag_type("--match-threshold"),
         default=None,
         help=f"fuzzy rule's minimum score in [0, 100] ({default('match_threshold')})",
     )
@@ -71,6 +72,9 @@ def requested_grounding(args: argparse.Namespace) -> dict[str, Any]:
         GroundingSettings().with_overrides(asked)
     except InputError as err:
         raise InputError(err.message, field=FLAGS.get(err.field or "", err.field), hint=err.hint) from None
+    from remark.config.effects import check_grounding_flags
+
+    check_grounding_flags(asked, FLAGS)  # e.g. --match-threshold with --match-mode exact: no effect
     return asked
 
 

@@ -11,7 +11,7 @@ import argparse
 import json
 
 from catalog.shared.errors import InputError
-from remark.cli.args import positive_float
+from remark.config.ranges import check_number, flag_type
 
 DEFAULT_CANDIDATES = "2,4,6,8,12,16,24,32,48,64"
 
@@ -26,7 +26,11 @@ def add_parser(subparsers) -> None:
         "--pass-rates", required=True, help="parquet, CSV or JSON lines (remark diagnose --pass-rates-out)"
     )
     p.add_argument(
-        "--memory-budget", type=positive_float, required=True, metavar="GB", help="peak memory budget in GB"
+        "--memory-budget",
+        type=flag_type("--memory-budget"),
+        required=True,
+        metavar="GB",
+        help="peak memory budget in GB",
     )
     p.add_argument("--candidates", default=DEFAULT_CANDIDATES, help="comma-separated G (default %(default)s)")
     p.add_argument(
@@ -63,8 +67,7 @@ def parse_candidates(text: str) -> list[int]:
             g = int(part.strip())
         except ValueError:
             raise InputError(f"{part.strip()!r} is not an integer", field="--candidates") from None
-        if g < 2:
-            raise InputError(f"G = {g} is not a group size (need G >= 2)", field="--candidates")
+        check_number("--candidates", g)
         out.append(g)
     return out
 

@@ -19,10 +19,26 @@ import json
 from pathlib import Path
 
 from catalog.shared.errors import InputError
-from remark.cli.args import positive_int
 from remark.cli.grounding_flags import add_grounding_flags, requested_grounding
+from remark.config.ranges import check_number, flag_type
 
 SPLIT_PREFIXES = ("train", "valid", "test", "val", "validation", "dev")
+#: split names ``--split-fractions`` takes (data_prep.schema's SPLITS and SPLIT_ALIASES, spelled out so
+#: that ``remark --help`` imports no polars; tests/remark/test_prep_flags.py checks they agree)
+SPLITS = ("train", "valid", "test")
+SPLIT_ALIASES = {"val": "valid", "validation": "valid", "dev": "valid", "training": "train", "eval": "test"}
+DEFAULT_FRACTIONS = "train=0.8,valid=0.1,test=0.1"
+#: the defaults of the flags that default to None, so that a flag a source ignores is refused only when given
+DEFAULTS = {
+    "n_requests": 400,
+    "n_items": 96,
+    "seed": 0,
+    "split_fractions": DEFAULT_FRACTIONS,
+    "split_seed": 0,
+}
+#: flags only the synthetic world reads, and flags every source but the synthetic one reads
+SYNTHETIC_ONLY = ("--n-requests", "--n-items", "--seed")
+READERS_ONLY = ("--catalog", "--domain", "--split-seed", "--split-by-time", "--skip-bad-rows")
 
 
 def add_parser(subparsers) -> None:
@@ -47,19 +63,25 @@ def add_parser(subparsers) -> None:
         help="input file (required except for synthetic); repeat for several; prefix with train=, valid= or "
         "test= to set their split",
     )
-    p.add_argument("--n-requests", type=positive_int, default=400, help="synthetic: requests (default 400)")
-    p.add_argument("--n-items", type=positive_int, default=96, help="synthetic: catalog items (default 96)")
-    p.add_argument("--seed", type=int, default=0, help="synthetic: seed (default 0)")
+    p.add_argument("--n-requests", type=flag_type("--n-requests"), help="synthetic: requests (default 400)")
+    p.add_argument("--n-items", type=flag_type("--n-items"), help="synthetic: catalog items (default 96)")
+    p.add_argument("--seed", type=flag_type("--seed"), help="synthetic: seed of the world (default 0)")
     p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
-    p.add_argument("--items", choices=["raw", "clusters"], default="raw", help="ProtoQA items (default raw)")
+    p.add_argument("--items", choices=["raw", "clusters"], default=None, help="ProtoQA items (default raw)")
     add_grounding_flags(p, from_dataset=False)
     p.add_argument("--domain", choices=["movie", "book", "music", "answer"], default=None, help="override")
     p.add_argument(
         "--split-fractions",
-        default="train=0.8,valid=0.1,test=0.1",
-        help="fractions for requests without a split (default %(default)s)",
+        default=None,
+        metavar="SPLIT=F,...",
+        help=f"fractions (in [0, 1], summing to 1) for requests without a split; the synthetic world draws "
+        f"its splits with them (default {DEFAULT_FRACTIONS})",
     )
-    p.add_argument("--split-seed", type=int, default=0, help="seed of the split hash (default 0)")
+    p.add_argument(
+        "--split-seed",
+        type=flag_type("--split-seed"),
+        help="seed of the split hash (default 0; not synthetic)",
+    )
     p.add_argument(
         "--split-by-time",
         default=None,
@@ -93,19 +115,79 @@ def parse_input(text: str) -> tuple[str | None, str]:
 
 
 def parse_fractions(text: str) -> list[tuple[str, float]]:
-    """``"train=0.8,valid=0.2"`` -> [("train", 0.8), ("valid", 0.2)] (checked by ``SplitSpec``)."""
-    pairs = []
+    """``"train=0.8,valid=0.2"`` -> [("train", 0.8), ("valid", 0.2)]: distinct split names (aliases such as
+    ``val`` folded), each fraction finite and in [0, 1] (the ranges table's ``--split-fractions``), summing
+    to 1; else ``InputError`` naming the flag and the value."""
+    field, hint = "--split-fractions", f"write e.g. {DEFAULT_FRACTIONS}"
+    pairs: list[tuple[str, float]] = []
     for part in text.split(","):
         name, sep, value = part.partition("=")
+        name = SPLIT_ALIASES.get(name.strip().lower(), name.strip().lower())
         try:
-            pairs.append((name.strip(), float(value)))
+            fraction = float(value)
         except ValueError:
             sep = ""
         if not sep:
+            raise InputError(f"cannot read {part!r}", field=field, hint=hint)
+        if name not in SPLITS:
             raise InputError(
-                f"cannot read {part!r}", field="--split-fractions", hint="write train=0.8,valid=0.1,test=0.1"
+                f"unknown split {part.partition('=')[0].strip()!r}",
+                field=field,
+                hint=f"use {', '.join(SPLITS)}",
             )
+        if name in dict(pairs):
+            raise InputError(f"split {name!r} is given twice", field=field, hint=hint)
+        check_number(field, fraction)
+        pairs.append((name, fraction))
+    total = sum(f for _, f in pairs)
+    if abs(total - 1.0) > 1e-9:
+        raise InputError(
+            f"the fractions {text!r} add up to {total:g}: they must sum to 1", field=field, hint=hint
+        )
     return pairs
+
+
+def given(args: argparse.Namespace) -> list[str]:
+    """The flags of this command a user gave (those whose value is not the parser's None default)."""
+    flags = {"n_requests": "--n-requests", "n_items": "--n-items", "seed": "--seed", "catalog": "--catalog",
+             "items": "--items", "domain": "--domain", "split_fractions": "--split-fractions",
+             "split_seed": "--split-seed", "split_by_time": "--split-by-time"}  # fmt: skip
+    out = [flag for dest, flag in flags.items() if getattr(args, dest, None) is not None]
+    return out + (["--skip-bad-rows"] if args.skip_bad_rows else [])
+
+
+def refuse_ignored(args: argparse.Namespace) -> None:
+    """Every flag given acts on this source, or ``InputError`` naming it and what ignores it."""
+    flags = given(args)
+    source = args.source
+
+    def refuse(flag: str, why: str, hint: str) -> None:
+        raise InputError(f"{flag} has no effect {why}", field=flag, hint=hint)
+
+    for flag in flags:
+        if source == "synthetic" and flag in READERS_ONLY:
+            refuse(flag, "on the synthetic source (it reads no input: its --seed draws the world and its splits)",
+                   f"drop {flag}")  # fmt: skip
+        if source != "synthetic" and flag in SYNTHETIC_ONLY:
+            refuse(flag, f"on source {source!r}: it sets the synthetic world", f"drop {flag}")
+    if "--items" in flags and source != "protoqa":
+        refuse("--items", f"on source {source!r}: it picks ProtoQA's answer items", "drop --items")
+    if "--split-by-time" in flags:
+        for flag in ("--split-fractions", "--split-seed"):
+            if flag in flags:
+                refuse(flag, "with --split-by-time, which assigns the splits by date instead",
+                       f"drop {flag} or --split-by-time")  # fmt: skip
+    if source != "synthetic" and args.input and all(parse_input(t)[0] for t in args.input):
+        for flag in ("--split-fractions", "--split-seed", "--split-by-time"):
+            if flag in flags:
+                refuse(flag, "when every --input names its split (train=PATH, ...): no request is left to split",
+                       f"drop {flag}, or give some inputs without a split prefix")  # fmt: skip
+
+
+def value(args: argparse.Namespace, dest: str):
+    """The flag's value, or its default when it was not given."""
+    got = getattr(args, dest)
+    return DEFAULTS[dest] if got is None else got
 
 
 def run_synthetic(args: argparse.Namespace) -> int:
@@ -116,6 +198,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
 
     if args.input:
         raise InputError("the synthetic source takes no --input", field="--input", hint="drop --input")
+    fractions = dict(parse_fractions(value(args, "split_fractions")))
     from catalog.match import GroundingSettings
 
     check_output_dir(args.out, DATASET_KIND, force=args.force)
@@ -132,9 +215,10 @@ def run_synthetic(args: argparse.Namespace) -> int:
     try:
         ds = build_dataset(
             args.out,
-            n_requests=args.n_requests,
-            n_items=args.n_items,
-            seed=args.seed,
+            n_requests=value(args, "n_requests"),
+            n_items=value(args, "n_items"),
+            seed=value(args, "seed"),
+            split_fractions=tuple(fractions.get(name, 0.0) for name in SPLITS),
             grounding=grounding,
             force=args.force,
             command=getattr(args, "command_line", None),
@@ -145,6 +229,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_ignored(args)
     if args.source == "synthetic":
         return run_synthetic(args)
     if not args.input:
@@ -171,9 +256,9 @@ def run(args: argparse.Namespace) -> int:
                 field="--split-by-time",
                 hint=f"e.g. {PRESETS['reddit-v2']} (or {', '.join(PRESETS)})",
             ) from err
-    fractions = tuple(parse_fractions(args.split_fractions))
+    fractions = tuple(parse_fractions(value(args, "split_fractions")))
     try:
-        spec = SplitSpec(fractions, seed=args.split_seed, by_time=by_time)
+        spec = SplitSpec(fractions, seed=value(args, "split_seed"), by_time=by_time)
     except ValueError as err:
         raise InputError(str(err), field="--split-fractions") from err
     sources = [parse_input(text)[1] for text in args.input] + [args.catalog]
@@ -182,7 +267,8 @@ def run(args: argparse.Namespace) -> int:
     parts, splits, inputs = [], [], []
     for text in args.input:
         split, path = parse_input(text)
-        parts.append(read_source(args.source, path, items=args.items, domain=args.domain, report=report))
+        items = args.items or "raw"
+        parts.append(read_source(args.source, path, items=items, domain=args.domain, report=report))
         splits.append(SPLIT_ALIASES.get(split, split) if split else None)
         inputs.append({"path": str(path), "split": splits[-1], **_extra(parts[-1].meta)})
     threads = combine(parts, splits=splits)
@@ -210,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
         "inputs": inputs,
         "catalog": str(args.catalog) if args.catalog else "from source",
         "catalog_items": len(catalog),
-        "items": args.items if args.source == "protoqa" else None,
+        "items": (args.items or "raw") if args.source == "protoqa" else None,
         "split_fractions": None if by_time else dict(spec.fractions),
         "split_seed": None if by_time else spec.seed,
         "split_by_time": by_time.spec if by_time else None,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from remark.cli.adapter import add_adapter_flags
-from remark.cli.args import positive_float, positive_int, probability
+from remark.config.ranges import flag_type
 
 
 def add_parser(subparsers) -> None:
@@ -41,33 +41,70 @@ def add_parser(subparsers) -> None:
         help="replace --out even if it is a folder remark sft did not write (never an input)",
     )
     p.add_argument("--targets", choices=TARGETS, default="union", help="how target lists are built")
-    p.add_argument("--k", type=positive_int, default=20, help="items per target list (default 20)")
+    p.add_argument("--k", type=flag_type("--k"), default=20, help="items per target list (default 20)")
     p.add_argument(
-        "--hit-prob", type=probability, default=0.3, help="noisy targets: chance a slot is a true item"
+        "--hit-prob",
+        type=flag_type("--hit-prob"),
+        default=None,
+        help="--targets noisy: chance a slot is a true item (default 0.3)",
     )
-    p.add_argument("--copies", type=positive_int, default=1, help="target draws per request")
+    p.add_argument("--copies", type=flag_type("--copies"), default=1, help="target draws per request")
     p.add_argument("--split", default="train")
-    p.add_argument("--lr", type=positive_float, default=5e-5, help="learning rate (Rank-GRPO: 5e-5, cosine)")
-    p.add_argument("--epochs", type=positive_float, default=1.0)
+    p.add_argument(
+        "--lr", type=flag_type("--lr"), default=5e-5, help="learning rate (Rank-GRPO: 5e-5, cosine)"
+    )
+    p.add_argument(
+        "--epochs", type=flag_type("--epochs"), default=None, help="epochs (default 1; not with --max-steps)"
+    )
     p.add_argument(
         "--max-steps",
-        type=positive_int,
+        type=flag_type("--max-steps"),
         default=None,
         help="stop after this many optimizer steps (1 or more; default: train --epochs)",
     )
-    p.add_argument("--batch-size", type=positive_int, default=8)
+    p.add_argument("--batch-size", type=flag_type("--batch-size"), default=8)
     p.add_argument("--cpu", action="store_true", help="train on CPU (fp32)")
     p.add_argument("--bf16", action="store_true", help="bf16 mixed precision (GPU)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=flag_type("--seed"), default=0)
     lora = p.add_argument_group("LoRA (train an adapter instead of every weight; needs remark[lora])")
-    lora.add_argument("--lora-r", type=int, default=None, metavar="R", help="LoRA rank (turns LoRA on)")
-    lora.add_argument("--lora-alpha", type=float, default=None, help="LoRA alpha (default 2 x rank)")
-    lora.add_argument("--lora-dropout", type=float, default=0.05, help="LoRA dropout (default %(default)s)")
+    lora.add_argument(
+        "--lora-r", type=flag_type("--lora-r"), default=None, metavar="R", help="LoRA rank (turns LoRA on)"
+    )
+    lora.add_argument(
+        "--lora-alpha", type=flag_type("--lora-alpha"), default=None, help="LoRA alpha (default 2 x rank)"
+    )
+    lora.add_argument(
+        "--lora-dropout",
+        type=flag_type("--lora-dropout"),
+        default=None,
+        help="LoRA dropout (default 0.05)",
+    )
     lora.add_argument(
         "--lora-target-modules", nargs="+", default=None, metavar="NAME", help="default: all linear layers"
     )
     add_adapter_flags(p)
     p.set_defaults(func=run)
+
+
+def refuse_ignored(args: argparse.Namespace) -> None:
+    """A flag that acts only with another one is refused without it (``InputError`` naming both)."""
+    from catalog.shared.errors import InputError
+
+    lora = "without --lora-r (which turns LoRA on)"
+    refused = [
+        ("--hit-prob", args.hit_prob is not None and args.targets != "noisy", "without --targets noisy"),
+        (
+            "--epochs",
+            args.epochs is not None and args.max_steps is not None,
+            "with --max-steps (it sets the length)",
+        ),
+        ("--lora-alpha", args.lora_alpha is not None and args.lora_r is None, lora),
+        ("--lora-dropout", args.lora_dropout is not None and args.lora_r is None, lora),
+        ("--lora-target-modules", args.lora_target_modules is not None and args.lora_r is None, lora),
+    ]
+    for flag, ignored, why in refused:
+        if ignored:
+            raise InputError(f"{flag} has no effect {why}", field=flag, hint=f"drop {flag}")
 
 
 def lora_settings(args: argparse.Namespace) -> Any:
@@ -81,7 +118,7 @@ def lora_settings(args: argparse.Namespace) -> Any:
         use_peft=args.lora_r is not None,
         lora_r=args.lora_r,
         lora_alpha=args.lora_alpha if args.lora_alpha is not None else 2 * (args.lora_r or 0),
-        lora_dropout=args.lora_dropout,
+        lora_dropout=0.05 if args.lora_dropout is None else args.lora_dropout,
         lora_target_modules=args.lora_target_modules,
         merge_adapter=args.merge_adapter,
         adapter_base_model=args.base_model,
@@ -105,16 +142,21 @@ def run(args: argparse.Namespace) -> int:
 
     # --out never replaces an input, nor (without --force) a folder remark sft did not write
     inputs = [args.data, args.model if Path(args.model).exists() else None, args.base_model]
+    refuse_ignored(args)
     check_output_dir(args.out, SFT_KIND, inputs=inputs, force=args.force)  # before anything loads
     check_model_path(args.model, "--model")
     lora = lora_settings(args)
     ds = load_dataset(args.data)
     settings = SFTSettings(
-        targets=args.targets, k=args.k, hit_prob=args.hit_prob, copies=args.copies, seed=args.seed
+        targets=args.targets,
+        k=args.k,
+        hit_prob=0.3 if args.hit_prob is None else args.hit_prob,
+        copies=args.copies,
+        seed=args.seed,
     )
     sft_args = {
         "learning_rate": args.lr,
-        "num_train_epochs": args.epochs,
+        "num_train_epochs": 1.0 if args.epochs is None else args.epochs,
         "per_device_train_batch_size": args.batch_size,
         "use_cpu": args.cpu,
         "bf16": args.bf16,

@@ -6,10 +6,13 @@ Examples::
     remark train --recipe dapo --config configs/recipes/runs/tiny_cpu.yaml   # a GRPO-family recipe
     remark train --config configs/remark.yaml --set max_steps=500 learning_rate=2e-6
     remark train --config configs/remark.yaml --resume            # newest complete checkpoint in output_dir
+    remark train --config configs/remark.yaml --resume --set max_steps=4000   # train a finished run on
     remark train --config configs/remark.yaml --overwrite         # clear the previous run in output_dir first
     accelerate launch --config_file configs/accelerate/multi_gpu.yaml -m remark.cli.main train --config ...
 
-The config is validated before any model loads; errors name the field and what to change.
+The config is validated before any model loads; errors name the field and what to change. A setting
+given where another one keeps it from acting is refused naming both, or noted (``remark.config.effects``).
+``--resume`` of a run that already reached ``max_steps`` changes nothing and says so (exit 0).
 With ``--recipe NAME`` (``remark recipes`` lists them) the recipe's loss-family fields come first, the
 config file on top, ``--set`` last; the recipe fields they change are printed before training.
 """
@@ -23,16 +26,15 @@ from pathlib import Path
 
 def parse_overrides(pairs: list[str]) -> dict:
     """``["max_steps=5", "use_cpu=true"]`` -> ``{"max_steps": 5, "use_cpu": True}`` (values read as YAML)."""
-    import yaml
-
     from catalog.shared.errors import InputError
+    from catalog.shared.yaml_files import load_yaml
 
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError(f"cannot read override {pair!r}", field="--set", hint="write key=value")
-        out[key.strip()] = yaml.safe_load(value)
+        out[key.strip()] = load_yaml(value, path="--set", what=f"the value of {key.strip()}")
     return out
 
 
@@ -97,10 +99,16 @@ def run(args: argparse.Namespace) -> int:
     cfg = composed.config
     resume = True if args.resume == "latest" else args.resume
     summary = run_training(
-        cfg, resume=resume, overwrite=args.overwrite, command=getattr(args, "command_line", None)
+        cfg,
+        resume=resume,
+        overwrite=args.overwrite,
+        command=getattr(args, "command_line", None),
+        notes=composed.notes,
     )
     if args.json:
         print(json.dumps(summary, indent=2))
+    elif summary.get("resumed") == "already finished":
+        print(f"final model: {summary['final']} (unchanged, step {summary['global_step']})")
     else:
         best = summary["best"]
         print(f"trained {summary['global_step']} steps; final model: {summary['final']}")

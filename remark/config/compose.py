@@ -2,8 +2,8 @@
 
 A recipe (``remark.recipes``) sets loss-family fields only; the run config file sets what to train on;
 ``--set`` overrides both. Every recipe field the file or ``--set`` changes is reported (:class:`Override`),
-so a user sees when a config undoes a recipe, and notes say when a recipe's settings cannot act on this
-run (an on-policy batch makes importance ratios 1). Validation runs on the composed fields
+so a user sees when a config undoes a recipe, and notes say when a setting cannot act on this run (an
+on-policy batch makes importance ratios 1: ``remark.config.effects``). Validation runs on the composed fields
 (``remark.config.validate``), before any model loads.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from catalog.shared.errors import InputError
 from remark.config.fields import RemarkGRPOConfig
 from remark.config.files import load_config, read_config_values
-from remark.recipes import RATIO_FIELDS, RECIPE_DIR, Recipe, load_recipe
+from remark.recipes import RECIPE_DIR, Recipe, load_recipe
 
 
 @dataclass(frozen=True)
@@ -91,31 +91,8 @@ def compose_config(
         if by is not None:
             overridden.append(Override(key, recipe_value, value, by))
     origin = rec.path if rec is not None else None
-    cfg = load_config(config_path, overrides, base=base, base_origin=origin, check_paths=check_paths)
-    return Composed(cfg, rec, overridden, _notes(cfg, rec))
-
-
-def _notes(cfg: Any, rec: Recipe | None) -> list[str]:
-    """Things a user should know about how the composed recipe behaves on this run."""
-    notes = []
-    asked = set(rec.fields) if rec is not None else set()
-    if (
-        cfg.vllm_importance_sampling_correction
-        and not cfg.use_vllm
-        and "vllm_importance_sampling_correction" in asked
-    ):
-        notes.append(
-            f"note: truncated importance sampling (vllm_importance_sampling_mode={cfg.vllm_importance_sampling_mode}, "
-            f"clip_max={cfg.vllm_importance_sampling_clip_max}) corrects vLLM's sampling log-probs; with use_vllm=false "
-            "the policy samples its own completions and the correction is a no-op"
-        )
-    reused = cfg.num_iterations > 1 or cfg.gradient_accumulation_steps % cfg.steps_per_generation != 0
-    token_or_rank = cfg.importance_sampling_level == "token" and cfg.gmpo_level != "sequence"
-    if not reused and not cfg.use_vllm and token_or_rank and asked & set(RATIO_FIELDS):
-        # a sequence-level ratio still mixes the ranks' advantages on-policy; token and rank levels do not
-        notes.append(
-            "note: num_iterations=1 and one generation per optimizer step: every batch is used once, on-policy, "
-            "so importance ratios are 1, clipping never fires and token- or rank-level ratio settings leave the "
-            "gradient unchanged; raise num_iterations (or steps_per_generation) to see them act"
-        )
-    return notes
+    notes: list[Any] = []
+    cfg = load_config(
+        config_path, overrides, base=base, base_origin=origin, check_paths=check_paths, notes=notes
+    )
+    return Composed(cfg, rec, overridden, [str(n) for n in notes])

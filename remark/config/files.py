@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
+import warnings
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from catalog.shared.errors import InputError
+from remark.config.effects import Origin, check_effects
 from remark.config.fields import RemarkGRPOConfig
 from remark.config.paths import validate_paths
 
@@ -46,21 +49,13 @@ def read_config_values(path: str | Path) -> dict[str, Any]:
 
 def _read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
     """(the file's mapping, the 1-based line of each top-level key)."""
-    import yaml
-
     from catalog.shared.files import read_text
+    from catalog.shared.yaml_files import compose_yaml, load_yaml
 
     path = Path(path)
     text = read_text(path, what="config file")
-    try:
-        loaded = yaml.safe_load(text)
-        node = yaml.compose(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or " ".join(str(err).split())
-        where = f" at column {mark.column + 1}" if mark is not None else ""
-        row = None if mark is None else mark.line + 1
-        raise InputError(f"not valid YAML: {problem}{where}", path=path, row=row) from err
+    loaded = load_yaml(text, path=path, what="config file")  # aliases bounded (catalog.shared.yaml_files)
+    node = compose_yaml(text, path=path, what="config file")
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
@@ -79,6 +74,7 @@ def load_config(
     base: dict[str, Any] | None = None,
     base_origin: str | Path | None = None,
     check_paths: bool = False,
+    notes: list[Any] | None = None,
 ) -> RemarkGRPOConfig:
     """Read a flat YAML file of ``RemarkGRPOConfig`` fields (plus ``overrides``) and validate it.
 
@@ -87,6 +83,9 @@ def load_config(
     suggesting the closest field. Every error on a field says where its value came from: the file and
     line, ``--set``, or the recipe file. ``check_paths`` also checks the dataset and model paths
     (``remark.config.paths``; ``remark train`` does, before anything loads).
+
+    A value given where no other setting lets it act is refused or noted (``remark.config.effects``);
+    the notices (``Notice``) go into ``notes``, or are printed on stderr when ``notes`` is None.
     """
     values: dict[str, Any] = dict(base or {})
     file_values: dict[str, Any] = {}
@@ -119,8 +118,23 @@ def load_config(
             hint="set output_dir to the run's own folder, e.g. output_dir: runs/NAME",
         )
         raise _located(empty, origin, user_keys, path)
+    origins = {}
+    for name in values:
+        where, line = origin(name)
+        layer = "--set" if name in overrides else "config" if name in file_values else "recipe"
+        origins[name] = Origin(layer, where, line)
     try:
-        cfg = RemarkGRPOConfig(**values)
+        with warnings.catch_warnings():
+            if not {"gradient_checkpointing", "gradient_checkpointing_kwargs"} & set(user_keys):
+                # TRL's default gradient_checkpointing=True is transformers' deprecated alias: not the user's
+                warnings.filterwarnings("ignore", message="`gradient_checkpointing", category=FutureWarning)
+            cfg = RemarkGRPOConfig(**values)
+        found = check_effects(cfg, values, origins)
+        if notes is not None:
+            notes.extend(found)
+        else:
+            for notice in found:
+                print(notice, file=sys.stderr)
         if check_paths:
             skip = ("data_dir", "model_name_or_path") if cfg.build_tiny is not None else ()
             validate_paths(cfg, skip=skip)

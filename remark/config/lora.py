@@ -7,8 +7,9 @@ The fields mirror TRL's ``ModelConfig`` names (``use_peft``, ``lora_r``, ``lora_
 log-probs with the adapter disabled (the base model), so no second model copy is held.
 
 Checked here, before anything loads: peft is installed when an adapter is asked for (``use_peft``, or
-``model_name_or_path`` being an adapter folder), the numbers are in range, and an adapter model is not
-given a second adapter unless it is merged first (TRL refuses a ``PeftModel`` with a ``peft_config``).
+``model_name_or_path`` being an adapter folder) and an adapter model is not given a second adapter unless
+it is merged first (TRL refuses a ``PeftModel`` with a ``peft_config``); the numbers' ranges are rows of
+``remark.config.ranges``, the fields' effect without ``use_peft`` a row of ``remark.config.effects``.
 :func:`check_target_modules` then checks each target name against the model's own module names, built on
 the meta device (no weights read), so a typo fails in a second with the names that exist.
 """
@@ -62,20 +63,8 @@ def validate_lora(cfg: Any) -> None:
         )
     if not cfg.use_peft:
         return
-    if isinstance(cfg.lora_r, bool) or not isinstance(cfg.lora_r, int) or cfg.lora_r < 1:
-        raise InputError(
-            f"lora_r must be an integer >= 1, got {cfg.lora_r!r}", field="lora_r", hint="e.g. 16"
-        )
-    if not isinstance(cfg.lora_alpha, int | float) or not cfg.lora_alpha > 0:
-        raise InputError(
-            f"lora_alpha must be > 0, got {cfg.lora_alpha!r}", field="lora_alpha", hint="e.g. 2 x lora_r"
-        )
-    if not isinstance(cfg.lora_dropout, int | float) or not 0.0 <= cfg.lora_dropout < 1.0:
-        raise InputError(
-            f"lora_dropout must be in [0, 1), got {cfg.lora_dropout!r}",
-            field="lora_dropout",
-            hint="e.g. 0.05",
-        )
+    # lora_r, lora_alpha and lora_dropout are rows of the ranges table (remark.config.ranges), checked by
+    # the config's __post_init__ and by remark sft's flags
     targets = target_modules(cfg)
     if targets != ALL_LINEAR and (not targets or not all(isinstance(t, str) and t.strip() for t in targets)):
         raise InputError(

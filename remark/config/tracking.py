@@ -4,7 +4,8 @@
 (transformers' ``TensorBoardCallback``), ``wandb`` logs to Weights & Biases (``WANDB_MODE=offline`` keeps
 the run local, ``wandb sync`` uploads it later). A logger that is not installed is an ``InputError``
 naming the extra to install, before any model loads (transformers would fail at trainer construction).
-``baseline_run`` must be a finished run's folder with an ``eval_log.jsonl``, and needs validation.
+``baseline_run`` must be a finished run's folder with an ``eval_log.jsonl`` (it acts only with
+``validation_steps``: ``remark.config.effects``).
 """
 
 from __future__ import annotations
@@ -40,14 +41,8 @@ def validate_tracking(cfg: Any) -> None:
                     field="report_to",
                     hint=f"pip install '{extra}', or drop {name} from report_to",
                 )
-    if cfg.baseline_run is None:
+    if cfg.baseline_run is None:  # without validation_steps it has no effect (remark.config.effects)
         return
-    if not cfg.validation_steps:
-        raise InputError(
-            "baseline_run compares validations, but validation is off",
-            field="baseline_run",
-            hint="set validation_steps (e.g. 10), or remove baseline_run",
-        )
     if not (Path(cfg.baseline_run) / "eval_log.jsonl").is_file():
         raise InputError(
             "the baseline run has no eval_log.jsonl",

@@ -20,6 +20,12 @@ event-file folders, ``merged_base/`` only when its marker says remark merged it)
 and sound checkpoint (``remark.step.checkpoint``: marker, sizes, a trial read of its JSON files and
 safetensors headers, content hashes), printing the incomplete or damaged ones it skipped and why; an
 explicit checkpoint that is incomplete or damaged, or no checkpoint at all, is an ``InputError``.
+
+Resume means continue (:func:`finished_run`): a run whose ``train_summary.json`` and ``final/`` say it
+reached its ``max_steps`` (the one asked for now, or the one it was planned with when ``max_steps`` is -1)
+is not trained again: ``--resume`` says so and writes nothing (``final/`` stays byte for byte), with exit
+status 0 (the state asked for holds already, so a scheduler that re-runs a finished job sees success, not
+an error). A ``max_steps`` above the step reached continues, and says from where to where.
 """
 
 from __future__ import annotations
@@ -160,6 +166,10 @@ def check_run_dir(output_dir: str | Path, inputs: Sequence[str | Path | None] = 
         )
 
 
+#: the ``catalog.shared.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
+FINAL_KIND = "train-final"
+
+
 def _valid_group_sizes(cfg: Any, limit: int = 64) -> list[int]:
     """G in 2..limit for which the same requests per step fill whole per-device batches (see resume)."""
     requests = cfg.generation_batch_size // cfg.num_generations
@@ -284,6 +294,68 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
             print(f"resume: note: {note}")
         print(f"resume: from {chosen}")
     return chosen
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def planned_steps(output_dir: str | Path, max_steps: int) -> int | None:
+    """The step count the run trains to: ``max_steps`` when > 0, else what the run itself recorded (its
+    summary's ``max_steps``, or its newest checkpoint's ``trainer_state.json``), None when nothing says."""
+    if max_steps > 0:
+        return max_steps
+    root = Path(output_dir)
+    summary = _read_json(root / "train_summary.json") or {}
+    if isinstance(summary.get("max_steps"), int):
+        return summary["max_steps"]
+    chosen, _ = select_checkpoint(root)
+    state = _read_json(chosen / "trainer_state.json") if chosen is not None else None
+    return state.get("max_steps") if state and isinstance(state.get("max_steps"), int) else None
+
+
+def finished_run(output_dir: str | Path, max_steps: int) -> dict[str, Any] | None:
+    """The ``train_summary.json`` of a run in ``output_dir`` that already reached ``max_steps`` (its
+    ``final/`` complete), else None: what ``--resume`` must leave alone (see the module docstring)."""
+    root = Path(output_dir)
+    summary = _read_json(root / "train_summary.json")
+    if summary is None or output_kind(root / "final") != FINAL_KIND:
+        return None
+    step, target = summary.get("global_step"), planned_steps(root, max_steps)
+    if not isinstance(step, int) or target is None or step < target:
+        return None
+    return summary
+
+
+def resume_message(output_dir: str | Path, max_steps: int, checkpoint: Path) -> str | None:
+    """What a resume from ``checkpoint`` trains, when ``max_steps`` differs from the run's own plan."""
+    state = _read_json(Path(checkpoint) / "trainer_state.json") or {}
+    step, planned = state.get("global_step"), state.get("max_steps")
+    if not isinstance(step, int) or not isinstance(planned, int) or max_steps <= 0:
+        return None
+    if step >= max_steps:  # a run killed after its last checkpoint, before final/: nothing left to train
+        return (
+            f"resume: {Path(checkpoint).name} is at step {step}, already at max_steps={max_steps}: nothing to "
+            "train; final/ and train_summary.json are written from it"
+        )
+    if max_steps == planned:
+        return None
+    change = "raised" if max_steps > planned else "lowered"
+    return (
+        f"resume: max_steps {change} from {planned} (the run's plan) to {max_steps}: training steps "
+        f"{step + 1} to {max_steps}"
+        + (
+            "; final/ and train_summary.json are replaced at the end"
+            if (Path(output_dir) / "final").exists()
+            else ""
+        )
+    )
 
 
 def resume_group_size(cfg: Any, checkpoint: Path) -> Any:

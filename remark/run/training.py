@@ -44,17 +44,17 @@ from remark.config import RemarkGRPOConfig
 from remark.run.build_tiny import build_tiny_assets
 from remark.run.cards import set_card_total, write_folder_card
 from remark.run.output_dir import (
+    FINAL_KIND,
     _valid_group_sizes,
     check_run_dir,
+    finished_run,
     prepare_output_dir,
     resume_checkpoint,
     resume_group_size,
+    resume_message,
 )
 
 __all__ = ["FINAL_KIND", "policy_model", "run_training", "validation_engine"]
-
-#: the ``catalog.shared.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
-FINAL_KIND = "train-final"
 
 
 def policy_model(cfg: RemarkGRPOConfig) -> tuple[Any, Any, Any]:
@@ -99,6 +99,7 @@ def run_training(
     callbacks: Sequence[Any] = (),
     overwrite: bool = False,
     command: str | None = None,
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Train with ``cfg``; ``resume`` is a checkpoint path, True (the newest complete one in output_dir)
     or None; ``overwrite`` clears a previous run's files from output_dir first (see the module docstring).
@@ -106,14 +107,17 @@ def run_training(
     ``callbacks`` are extra ``transformers.TrainerCallback``s (progress bars, custom logging), added after
     the ones the config asks for (validation, divergence guard, group-size advisor). ``command`` (the command
     line, ``remark train`` passes its own) goes into the model cards of ``best/`` and ``final/``
-    (``remark.run.cards``).
+    (``remark.run.cards``). ``notes`` (the config's notices, ``remark.config.effects``: settings given where
+    they have no effect) are recorded in ``train_summary.json["notes"]``.
 
     The run holds torch's CPU threads at ``cpu_threads`` when that is set (``remark.run.cpu_threads``; restored after).
     """
     from remark.run.cpu_threads import torch_threads
 
     with torch_threads(cfg.cpu_threads):
-        return _run_training(cfg, resume=resume, callbacks=callbacks, overwrite=overwrite, command=command)
+        return _run_training(
+            cfg, resume=resume, callbacks=callbacks, overwrite=overwrite, command=command, notes=notes
+        )
 
 
 def _run_training(
@@ -123,6 +127,7 @@ def _run_training(
     callbacks: Sequence[Any] = (),
     overwrite: bool = False,
     command: str | None = None,
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """:func:`run_training` under the thread setting it chose."""
     from data_prep.dataset import choose_grounding, load_dataset
@@ -141,11 +146,24 @@ def _run_training(
     )
     check_run_dir(cfg.output_dir, inputs)
     removed = prepare_output_dir(cfg.output_dir, resume=bool(resume), overwrite=overwrite)
-    if removed and int(os.environ.get("RANK", "0")) == 0:
+    main = int(os.environ.get("RANK", "0")) == 0
+    if removed and main:
         print(
             f"overwrite: removed the previous run's {', '.join(p.name for p in removed)} from {cfg.output_dir}"
         )
+    done = finished_run(cfg.output_dir, cfg.max_steps) if resume else None
+    if done is not None:  # resume means continue: a run that reached max_steps is left as it is
+        if main:
+            print(
+                f"resume: the run in {cfg.output_dir} already reached max_steps={cfg.max_steps if cfg.max_steps > 0 else done['global_step']} "
+                f"(step {done['global_step']}, final/ written): nothing to train, nothing rewritten; raise "
+                f"max_steps to continue it (--set max_steps=N)"
+            )
+        return {**done, "resumed": "already finished"}
     ckpt = resume_checkpoint(cfg.output_dir, resume)
+    note = resume_message(cfg.output_dir, cfg.max_steps, ckpt) if ckpt is not None else None
+    if note and main:
+        print(note)
     if cfg.build_tiny is not None:
         data_dir, model_dir = build_tiny_assets(cfg)
         cfg.data_dir, cfg.model_name_or_path = str(data_dir), str(model_dir)
@@ -162,12 +180,12 @@ def _run_training(
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
     policy, peft_config, tokenizer = policy_model(cfg)
     extra, callbacks = list(callbacks), []
-    notes = grounding.notes() + published_notes(cfg.segmentation, grounding.used)
+    grounding_notes = grounding.notes() + published_notes(cfg.segmentation, grounding.used)
     if cfg.validation_steps:
         per_step = cfg.per_device_train_batch_size * cfg.world_size * cfg.gradient_accumulation_steps
         valid_ds = load_dataset(cfg.validation_data_dir) if cfg.validation_data_dir else ds
         if valid_ds is not ds and valid_ds.grounding != grounding.used:
-            notes.append(
+            grounding_notes.append(
                 f"note: the validation dataset {cfg.validation_data_dir} records grounding "
                 f"{valid_ds.grounding.describe()}; validation grounds like the reward: {grounding.used.describe()}"
             )
@@ -206,7 +224,7 @@ def _run_training(
         callbacks.append(
             DivergenceGuard(max_kl=cfg.divergence_kl, max_abs_log_ratio=cfg.divergence_log_ratio)
         )
-    for line in notes:
+    for line in grounding_notes:
         print(line)
     trainer = RemarkGRPOTrainer(
         model=policy,
@@ -238,10 +256,12 @@ def _run_training(
     summary = {
         "output_dir": str(out),
         "global_step": trainer.state.global_step,
+        "max_steps": trainer.state.max_steps,
         "final": str(out / "final"),
         "best": None,
         "stopped": None,
-        "grounding": {**grounding.to_dict(), "notes": notes},
+        "grounding": {**grounding.to_dict(), "notes": grounding_notes},
+        "notes": list(notes),
         "train_runtime_s": next(
             (h["train_runtime"] for h in trainer.state.log_history if "train_runtime" in h), None
         ),

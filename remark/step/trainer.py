@@ -131,12 +131,6 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, VLLMEngineMixin, GRPOTrainer):
         self._advisor = next(
             (c for c in self.callback_handler.callbacks if isinstance(c, GroupSizeAdvisor)), None
         )
-        if args.vllm_importance_sampling_correction and not args.use_vllm:
-            logger.info(
-                "vllm_importance_sampling_correction (%s) is a no-op: generation uses transformers, whose sampling "
-                "log-probs are the policy's own",
-                args.vllm_importance_sampling_mode,
-            )
 
     def create_model_card(self, model_name: Any = None, dataset_name: Any = None, tags: Any = None) -> None:
         """TRL's draft card, ``output_dir/README.md``, written atomically as a file the run owns

@@ -10,12 +10,12 @@ import sys
 
 from catalog.shared.errors import InputError
 from remark.cli.grounding_flags import add_grounding_flags
+from remark.config.ranges import MAX_K, flag_type
 
 DEFAULT_KS = [5, 10, 15, 20]
 # eval.metrics' METRICS, MAX_K and FILTERS, spelled out so that `remark --help` imports no numpy
 # (tests/eval/test_cli.py checks they agree).
 METRIC_NAMES = ["recall", "ndcg", "precision", "hit", "mrr"]
-MAX_K = 50
 FILTER_NAMES = ["drop_ooc_seen", "drop_ooc", "drop_seen", "drop_none"]
 #: ``compare --lists``: the per-request table of an ``eval run`` dir and where its settings are
 LISTS = {"greedy": ("per_request.parquet", None), "sampled": ("per_request_sampled.parquet", "sampled")}
@@ -23,15 +23,8 @@ VIEW_NAMES = ["per_responder", "union", "single_mention", "per_mention"]
 DEFAULT_VIEWS = VIEW_NAMES[:3]
 
 
-def cutoff(text: str) -> int:
-    """``--k`` values: integers from 1 to MAX_K (argparse reports anything else with exit code 2)."""
-    try:
-        k = int(text)
-    except ValueError:
-        k = 0
-    if not 1 <= k <= MAX_K:
-        raise argparse.ArgumentTypeError(f"k must be an integer from 1 to {MAX_K}, got {text!r}")
-    return k
+#: ``--k`` values: integers from 1 to MAX_K (the ranges table's ``eval --k``; argparse refuses the rest)
+cutoff = flag_type("eval --k")
 
 
 def filter_names(names: list[str] | None) -> list[str]:
@@ -46,10 +39,18 @@ def ci_flags(p: argparse.ArgumentParser, *, method: str = "bca", resamples: int 
         "--ci-method", choices=["bca", "percentile", "basic"], default=method, help="default %(default)s"
     )
     g.add_argument(
-        "--resamples", type=int, default=resamples, help="bootstrap resamples (default %(default)s)"
+        "--resamples",
+        type=flag_type("--resamples"),
+        default=resamples,
+        help="bootstrap resamples (default %(default)s)",
     )
-    g.add_argument("--confidence", type=float, default=0.95, help="confidence level (default %(default)s)")
-    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    g.add_argument(
+        "--confidence",
+        type=flag_type("--confidence"),
+        default=0.95,
+        help="confidence level (default %(default)s)",
+    )
+    g.add_argument("--seed", type=flag_type("--seed"), default=0, help="bootstrap seed (default %(default)s)")
 
 
 def score_flags(p: argparse.ArgumentParser) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from remark.cli.adapter import add_adapter_flags
-from remark.cli.args import nonneg_int, open_unit, positive_float, positive_int
 from remark.cli.eval.baselines import run_baselines
 from remark.cli.eval.compare import run_compare
 from remark.cli.eval.flags import (
@@ -24,6 +23,7 @@ from remark.cli.eval.flags import (
 from remark.cli.eval.protoqa import run_convert, run_protoqa_evaluator
 from remark.cli.eval.score import run_run, run_score
 from remark.cli.eval.steps import run_curves, run_steps
+from remark.config.ranges import flag_type
 
 
 def add_parser(subparsers: Any) -> None:
@@ -79,25 +79,37 @@ def add_parser(subparsers: Any) -> None:
     )
     force_flag(r)
     r.add_argument(
-        "--num-samples", type=nonneg_int, default=0, help="sampled lists per request besides greedy"
+        "--num-samples",
+        type=flag_type("--num-samples"),
+        default=0,
+        help="sampled lists per request besides greedy",
     )
     r.add_argument(
-        "--temperature", type=positive_float, default=1.0, help="sampling temperature (default 1.0)"
+        "--temperature",
+        type=flag_type("--temperature"),
+        help="--num-samples: sampling temperature (default 1.0)",
     )
-    r.add_argument("--top-p", type=open_unit, default=1.0, help="nucleus mass for samples (default 1.0)")
-    r.add_argument("--gen-seed", type=int, default=0, help="sampling seed (default 0)")
+    r.add_argument("--top-p", type=flag_type("--top-p"), help="--num-samples: nucleus mass (default 1.0)")
+    r.add_argument(
+        "--gen-seed", type=flag_type("--gen-seed"), help="--num-samples: sampling seed (default 0)"
+    )
     r.add_argument("--engine", choices=["auto", "transformers", "vllm"], default="auto", help="default auto")
     r.add_argument(
-        "--batch-size", type=positive_int, default=16, help="prompts per generate call (default 16)"
+        "--batch-size",
+        type=flag_type("--batch-size"),
+        default=16,
+        help="prompts per generate call (default 16)",
     )
     r.add_argument(
         "--max-new-tokens",
-        type=positive_int,
+        type=flag_type("--max-new-tokens"),
         default=None,
         help="completion cap (default 16 tokens per item: 16 x max(--k), 320 for k = 20, 800 for k = 50)",
     )
     r.add_argument("--device", default=None, help="torch device (default cuda if available, else cpu)")
-    r.add_argument("--limit", type=positive_int, default=None, help="first N requests of the split only")
+    r.add_argument(
+        "--limit", type=flag_type("--limit"), default=None, help="first N requests of the split only"
+    )
     score_flags(r)
     add_adapter_flags(r)
     r.add_argument("--json", action="store_true", help="print metrics.json")
@@ -178,7 +190,12 @@ def add_parser(subparsers: Any) -> None:
         "validation lists), sampled/recall@5/per_responder (sampled, read from <run>/sampled); default "
         "%(default)s; a name that is not logged lists those that are",
     )
-    st.add_argument("--step", type=int, default=None, help="baseline step S (default: its last validation)")
+    st.add_argument(
+        "--step",
+        type=flag_type("--step"),
+        default=None,
+        help="baseline step S (default: its last validation)",
+    )
     st.add_argument(
         "--plot",
         type=Path,
@@ -228,6 +245,6 @@ def add_parser(subparsers: Any) -> None:
         "--targets", type=Path, required=True, help="ProtoQA answer file (e.g. dev.crowdsourced.jsonl)"
     )
     pe.add_argument("--predictions", type=Path, required=True, help="ProtoQA prediction file")
-    pe.add_argument("--k", type=positive_int, nargs="+", default=[1, 3, 5, 10])
+    pe.add_argument("--k", type=flag_type("--k"), nargs="+", default=[1, 3, 5, 10])
     pe.add_argument("--json", action="store_true")
     pe.set_defaults(func=run_protoqa_evaluator)

@@ -61,18 +61,26 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
+    from catalog.shared.errors import InputError
     from eval.generate import AdapterLoad, GenerationConfig
     from eval.report import metrics_markdown
     from eval.run import evaluate_model
 
+    for flag, dest in (("--temperature", "temperature"), ("--top-p", "top_p"), ("--gen-seed", "gen_seed")):
+        if getattr(args, dest) is not None and not args.num_samples:  # greedy lists sample nothing
+            raise InputError(
+                f"{flag} has no effect without --num-samples: greedy lists are not sampled",
+                field=flag,
+                hint=f"drop {flag}, or add --num-samples N",
+            )
     gen = GenerationConfig(
         k=max(args.k),
         max_new_tokens=args.max_new_tokens,
         batch_size=args.batch_size,
         num_samples=args.num_samples,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.gen_seed,
+        temperature=1.0 if args.temperature is None else args.temperature,
+        top_p=1.0 if args.top_p is None else args.top_p,
+        seed=args.gen_seed or 0,
         engine=args.engine,
         device=args.device,
     )

@@ -70,9 +70,15 @@ def scripted_run(tmp_path, hand_dataset, hand_model_dir, name, script, baseline=
 
 
 def test_tracking_fields_are_checked_before_loading(tmp_path, monkeypatch):
-    with pytest.raises(InputError) as err:
-        config(tmp_path, baseline_run=str(tmp_path))  # validation is off
-    assert err.value.field == "baseline_run"
+    from remark.config import load_config
+    from tests.remark.run.run_fields import tiny_run_fields
+
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    (baseline / "eval_log.jsonl").write_text('{"step": 0}\n')
+    with pytest.raises(InputError) as err:  # validation is off: the baseline would never be compared
+        load_config(None, tiny_run_fields(tmp_path / "run", baseline_run=str(baseline)))
+    assert err.value.field == "baseline_run" and "has no effect with validation_steps=0" in err.value.message
     with pytest.raises(InputError) as err:
         config(  # no eval_log.jsonl there
             tmp_path, validation_steps=2, validation_metric="eval/recall@3/union", baseline_run=str(tmp_path)
