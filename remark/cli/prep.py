@@ -205,9 +205,10 @@ def run_synthetic(args: argparse.Namespace) -> int:
     from catalog.shared.memory import check_fits
     from data_prep.synthetic import synthetic_memory
 
+    n_requests, n_items = value(args, "n_requests"), value(args, "n_items")
     check_fits(
-        synthetic_memory(args.n_requests, args.n_items),
-        what=f"a synthetic world of {args.n_requests} requests and {args.n_items} items",
+        synthetic_memory(n_requests, n_items),
+        what=f"a synthetic world of {n_requests} requests and {n_items} items",
         field="--n-requests",
         hint="lower --n-requests or --n-items",
     )
@@ -215,8 +216,8 @@ def run_synthetic(args: argparse.Namespace) -> int:
     try:
         ds = build_dataset(
             args.out,
-            n_requests=value(args, "n_requests"),
-            n_items=value(args, "n_items"),
+            n_requests=n_requests,
+            n_items=n_items,
             seed=value(args, "seed"),
             split_fractions=tuple(fractions.get(name, 0.0) for name in SPLITS),
             grounding=grounding,

@@ -132,7 +132,12 @@ VLLM_SERVER = (
     "vllm_server_timeout",
     "vllm_group_port",
 )
-VLLM_COLOCATE = ("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size")
+VLLM_COLOCATE = (
+    "vllm_gpu_memory_utilization",
+    "vllm_tensor_parallel_size",
+    "vllm_kv_cache_gib",
+    "vllm_enforce_eager",
+)
 VLLM_IS = (
     "vllm_importance_sampling_mode",
     "vllm_importance_sampling_clip_max",
@@ -147,6 +152,7 @@ VALIDATION = (
     "validation_batch_size",
     "validation_data_dir",
     "validation_num_samples",
+    "validation_engine",
     "baseline_run",
 )
 ADVISOR = ("group_size_memory_budget_gb", "group_size_every", "group_size_candidates", "adapt_group_size")
