@@ -548,7 +548,8 @@ EFFECTS: tuple[Effect, ...] = (
     Effect(
         ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs"),
         ("activation_checkpointing", "gradient_checkpointing"),
-        lambda c: bool(_v(c, "activation_checkpointing")),
+        # transformers >= 5.20 names it activation_checkpointing (gradient_checkpointing kept as an alias)
+        lambda c: bool(_v(c, "activation_checkpointing") or _v(c, "gradient_checkpointing")),
         "without activation_checkpointing",
         "no activation is recomputed",
         "set gradient_checkpointing: true, or drop it",

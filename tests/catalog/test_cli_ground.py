@@ -83,7 +83,7 @@ def test_bad_input_exits_2_without_traceback(tmp_path, catalog_csv, capsys) -> N
     assert "input file not found" in capsys.readouterr().err
     assert main(["ground", "--catalog", str(catalog_csv), "--match-threshold", "150", str(bad)]) == 2
     assert (
-        "field '--match-threshold': match_threshold=150.0 is not a score in [0, 100]"
+        "argument --match-threshold: '150' is out of range: must be >= 0 and <= 100"
         in capsys.readouterr().err
     )
     jl = tmp_path / "x.jsonl"

@@ -190,7 +190,8 @@ def test_k_outside_1_to_50_is_a_clear_error(tiny_dataset, tmp_path, capsys, bad)
         == 2
     )
     err = capsys.readouterr().err
-    assert f"argument --k: k must be an integer from 1 to 50, got '{bad}'" in err
+    want = "is not an integer" if bad == "five" else "is out of range: must be >= 1 and <= 50"
+    assert f"argument --k: '{bad}' {want}" in err
     assert "Traceback" not in err
 
 

@@ -54,7 +54,7 @@ def test_the_demo_across_seed_cells_are_what_eval_compare_prints(tmp_path, capsy
             pl.DataFrame({"request_id": ids, "n_rows": n_rows, **columns}).write_parquet(root / table)
         settings = {"compact": True}
         (root / "metrics.json").write_text(
-            json.dumps({"settings": settings, "sampled": {"settings": settings}})
+            json.dumps({"n_requests": 30, "settings": settings, "sampled": {"settings": settings}})
         )
         (root / OUTPUT_MARKER).write_text(json.dumps({"kind": "eval-run"}))
     pairs = per_seed_pairs(tmp_path, s)

@@ -88,13 +88,14 @@ def test_real_completions_score_as_the_oracle_scores_them(smol, completions, seg
     for domain in ("answer", "movie"):
         rows = [ids for d, ids in completions if d == domain]
         catalog = _catalog(domain)
-        settings = dict(k=5, scheme="union", segmentation=segmentation, eos_token_ids=[tok.eos_token_id])
-        got = RankScorer(catalog, tok, **settings).score(
-            rows, _columns(len(rows), catalog), group_size=None, step=0
-        )
-        want = OracleScorer(catalog, tok, **settings).score(
-            rows, _columns(len(rows), catalog), group_size=None, step=0
-        )
+        # Rank-GRPO's published slots (newlines) define one responder's hits only
+        scheme = "responder" if segmentation == "newlines" else "union"
+        settings = dict(k=5, scheme=scheme, segmentation=segmentation, eos_token_ids=[tok.eos_token_id])
+        columns = _columns(len(rows), catalog)
+        if scheme == "responder":
+            columns["responder_index"] = [r % 2 for r in range(len(rows))]
+        got = RankScorer(catalog, tok, **settings).score(rows, columns, group_size=None, step=0)
+        want = OracleScorer(catalog, tok, **settings).score(rows, columns, group_size=None, step=0)
         assert_same(got, want)
         assert got.texts == tok.batch_decode(rows, skip_special_tokens=True)
         if segmentation == "lines":  # a token of rank k overlaps line k's content or its newline

@@ -109,9 +109,12 @@ def _weights(path: Path) -> dict:
 def _copy_run(
     uninterrupted_root: Path, tmp_path: Path, name: str, data: Path, model: Path
 ) -> tuple[Path, Path]:
-    """The uninterrupted run's folder (checkpoint-2 and checkpoint-4, both complete) copied to ``name``,
-    with a config whose output_dir is the copy."""
+    """The uninterrupted run's folder (checkpoint-2 and checkpoint-4, both complete) copied to ``name`` as a
+    run killed after its last checkpoint (no final/, no train_summary.json: a finished run is left as it
+    is by --resume), with a config whose output_dir is the copy."""
     shutil.copytree(uninterrupted_root / "full", tmp_path / name)
+    shutil.rmtree(tmp_path / name / "final")
+    (tmp_path / name / "train_summary.json").unlink()
     return tmp_path / name, write_config(tmp_path, data, model, name)
 
 

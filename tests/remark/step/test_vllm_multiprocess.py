@@ -27,7 +27,7 @@ pytestmark = VLLM_MARKS
 
 
 def _run(cmd: list[str]) -> None:
-    # torchrun sets its own RANK, WORLD_SIZE, MASTER_PORT (the clean_dist_env fixture removed ours)
+    # torchrun sets its own rank, world size and rendezvous port (the clean_dist_env fixture removed ours)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run(cmd, env=env, cwd=REPO, timeout=600, capture_output=True, text=True)
     if done.returncode != 0:
