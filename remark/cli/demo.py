@@ -1,11 +1,12 @@
-"""``remark demo``: synthetic (or ProtoQA) data -> tiny model -> SFT -> ReMaRk and Rank-GRPO -> report.
+"""``remark demo``: ProtoQA (or synthetic) data -> tiny model -> SFT -> ReMaRk and Rank-GRPO -> report.
 
 Examples::
 
-    remark demo                                   # the embedded synthetic world, 3 RL seeds per method
+    remark demo                                   # real ProtoQA, shipped in the package: about 10 minutes
     remark demo --fast --out runs/demo_fast       # tiny everything, under a minute (numbers meaningless)
     remark demo --data protoqa --data-dir protoqa-data/data/dev/dev.scraped.jsonl --out runs/demo_protoqa
-                                                  # real ProtoQA (download it first): 7-10 minutes
+                                                  # another copy of ProtoQA's scraped dev file
+    remark demo --data synthetic                  # the embedded synthetic multi-responder world
 
 Writes ``report.md``, ``curves.png`` and ``summary.json`` (plus every stage's outputs) under ``--out``
 (atomically: a killed run leaves the previous one) and prints where the report is. The same settings
@@ -28,17 +29,18 @@ def add_parser(subparsers) -> None:
 
     p = subparsers.add_parser(
         "demo",
-        help="ReMaRk vs Rank-GRPO end to end on CPU in minutes (synthetic data; or ProtoQA)",
+        help="ReMaRk vs Rank-GRPO end to end on CPU in minutes (ProtoQA, shipped; or synthetic data)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="output folder (default %(default)s)")
-    p.add_argument("--data", choices=DATA_CHOICES, default="synthetic", help="data (default %(default)s)")
+    p.add_argument("--data", choices=DATA_CHOICES, default="protoqa", help="data (default %(default)s)")
     p.add_argument(
         "--data-dir",
         type=Path,
         default=None,
-        help="ProtoQA: dev.scraped.jsonl, the folder holding it, or a `remark prep protoqa --items clusters` output",
+        help="ProtoQA: dev.scraped.jsonl, the folder holding it, or a `remark prep protoqa --items clusters` "
+        "output (default: the copy shipped in the package)",
     )
     p.add_argument(
         "--steps",
@@ -58,13 +60,21 @@ def add_parser(subparsers) -> None:
         nargs="+",
         default=None,
         metavar="S",
-        help="RL seeds: one ReMaRk and one Rank-GRPO run each, all from the one warm-up (default 0 1 2)",
+        help="RL seeds: one ReMaRk and one Rank-GRPO run each, all from the one warm-up (default: 0 on "
+        "ProtoQA, 0 1 2 on synthetic data)",
     )
     p.add_argument(
         "--threads",
         type=flag_type("--threads"),
         default=None,
         help="torch/OpenMP/polars threads of every stage process (default 1); part of what sets the numbers",
+    )
+    p.add_argument(
+        "--warmup-threads",
+        type=flag_type("--warmup-threads"),
+        default=None,
+        help="threads of the warm-up process, which runs alone (default: the data's default); part of what "
+        "sets the numbers",
     )
     p.add_argument(
         "--jobs",
@@ -94,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         rl_seeds=args.seeds,
         threads=args.threads,
+        warmup_threads=args.warmup_threads,
         jobs=1 if args.sequential else args.jobs,
     )
     console = Console(stderr=args.json)
@@ -102,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     k, n = settings.k, len(settings.rl_seeds)
+    console.print(summary["headline"]["sentence"].replace("**", ""), soft_wrap=True)
     across = summary["across_seeds"]
     for mode in ("sampled", "greedy"):
         for m in ("sft", "remark", "rank_grpo"):

@@ -229,6 +229,7 @@ RANGES: dict[str, Bound] = {
     "--min-x": Bound(0, why="compute"),
     "--steps": INT_1,
     "--threads": INT_1,
+    "--warmup-threads": INT_1,
     "--jobs": INT_1,
 }
 

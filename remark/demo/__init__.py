@@ -3,15 +3,17 @@
 The pipeline (the whole output folder written atomically, ``catalog.shared.outputs.atomic_dir``; every stage in its
 own process with fixed thread counts, ``remark.demo.worker_env``):
 
-1. data: the embedded synthetic multi-responder world (``data_prep.synthetic``: 600 requests, 96 items,
-   about 5.35 responders per request and 92-93% of union items named by one responder, as published for
-   Reddit-v2), or ProtoQA's scraped dev file (``--data protoqa``: a seeded 128 questions whose
-   respondents are split into train / valid / test *respondents* of the same questions), pooled into
-   ``data/`` (``remark prep``'s layout);
+1. data: ProtoQA's scraped dev file, shipped in the package (``data_prep.shipped``; ``--data-dir`` for
+   another copy): a seeded ``n_questions`` questions with at least 5 answer clusters, whose respondents
+   are split into train / valid / test *respondents* of the same questions; or (``--data synthetic``)
+   the embedded synthetic multi-responder world (``data_prep.synthetic``: 600 requests, 96 items, about
+   5.35 responders per request and 92-93% of union items named by one responder, as published for
+   Reddit-v2); pooled into ``data/`` (``remark prep``'s layout);
 2. a byte-level BPE tokenizer and a ~1M-parameter Qwen2 model built locally (``remark.run.tiny_model``), trained
    on the catalog and the prompts, so nothing comes from the hub;
-3. one SFT warm-up (``remark.run.sft.run_sft``: TRL ``SFTTrainer`` on ``remark.run.sft.sft_examples``; union
-   targets for the synthetic world, noisy ones for ProtoQA) that teaches the list format and the catalog;
+3. one SFT warm-up (``remark.run.sft.run_sft``: TRL ``SFTTrainer`` on ``remark.run.sft.sft_examples``; noisy
+   targets for ProtoQA, union ones for the synthetic world) that teaches the list format and the catalog,
+   in a process of its own with ``warmup_threads`` threads (it runs alone);
 4. for each RL seed (default 0, 1, 2), ReMaRk (``reward_scheme: union``, ``sampling: uniform``) and
    Rank-GRPO (``reward_scheme: responder``, ``sampling: per_responder``) from that warm-up, for the same
    number of steps and prompts per step (everything else equal too), each ``remark.run.training.run_training``,
@@ -23,14 +25,17 @@ own process with fixed thread counts, ``remark.demo.worker_env``):
    (``eval.bootstrap.compare``) and across seeds (``eval.seeds``: the seeds' spread and
    t-interval, which cover training variance, beside the request bootstrap of the seed average, which
    covers request variance); steps-to-reach per seed and on the seed-averaged validation curves;
-6. ``report.md`` (the test result and whether it is resolved first, then steps-to-reach),
-   ``curves.png`` (sampled validation), ``curves_greedy.png`` and ``summary.json``.
+6. ``report.md`` (led by the headline sentence: ReMaRk - Rank-GRPO on the test split with its interval
+   over test requests and whether it excludes 0; then the seed spread, steps-to-reach, tables),
+   ``curves.png`` (sampled validation), ``curves_greedy.png`` and ``summary.json`` (its ``headline``
+   block holds the same numbers: ``remark.demo.report.headline_block``).
 
 Departures from the paper's setting, all for CPU scale, and said in the report:
 
-- a ~1M-parameter model instead of a 0.5-35B LLM; K = 5 (synthetic) or 10 (ProtoQA) instead of 20;
-  G = 8 with 4 prompts per step instead of 48; a 64-token completion cap; lr 2e-4 (synthetic) or 1e-4
-  (ProtoQA) constant instead of 1e-6; no KL (beta 0); 60 steps (ProtoQA 80) instead of 2000.
+- a ~1M-parameter model instead of a 0.5-35B LLM; K = 10 (ProtoQA) or 5 (synthetic) instead of 20;
+  G = 8 with 4 prompts per step instead of 48; a 64-token completion cap; lr 2e-4 constant instead of
+  1e-6; no KL (beta 0); 150 steps (synthetic 60) instead of 2000; on ProtoQA one RL seed per method
+  (the budget; the report says that its interval covers questions only), synthetic three.
 - Validation and best-checkpoint selection on per-responder recall@K of *sampled* lists (4 per request,
   T = 1, the run's seed): a tiny model's greedy lists repeat items, so greedy recall mostly measures its
   top items and RL first lowers it by sharpening them. Greedy values are logged, plotted and tested

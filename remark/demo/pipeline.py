@@ -33,7 +33,7 @@ from catalog.shared.versions import package_versions
 from remark.demo.evaluation import across_seeds, eval_jobs, per_seed_pairs, test_models, validation_results
 from remark.demo.jobs import Job, run_jobs
 from remark.demo.plots import plot_validation
-from remark.demo.report import report_markdown, report_notes
+from remark.demo.report import headline_block, report_markdown, report_notes
 from remark.demo.runs import rl_jobs, run_dir, run_name, train_diagnostics
 from remark.demo.settings import METHODS, DemoSettings
 
@@ -85,15 +85,15 @@ def run_demo(
     """Run the whole demo into ``out`` (atomically, see the module docstring); returns the summary."""
     from rich.console import Console
 
-    from remark.demo.stages import find_protoqa
+    from remark.demo.stages import protoqa_source
 
     out = Path(out)
     console = console or Console()
     inputs = []
+    if s.data == "protoqa":
+        inputs.append(protoqa_source(s))
     if s.data_dir is not None:  # stage processes run inside the output folder: an absolute input path
-        found = find_protoqa(s.data_dir)
         s = dataclasses.replace(s, data_dir=str(Path(s.data_dir).resolve()))
-        inputs.append(found)
     check_out(out, force, inputs=inputs)
     # an output of the demo from before the ownership marker: its own settings file says so
     legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()
@@ -105,6 +105,7 @@ def run_demo(
         summary["machine"]["load_1min"] = load.summary()
         summary["timing"]["total_s"] = time.monotonic() - t_start
         summary["notes"] = report_notes(summary)
+        summary = {"headline": headline_block(summary), **summary}
         summary = _finite_or_none(summary)
         with atomic_write(tmp / "summary.json") as f:
             f.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
@@ -133,7 +134,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
     with Progress(*columns, console=console, disable=progress_disable) as bar:
         t = time.monotonic()
         task = bar.add_task("data + model + SFT", total=None, info="")
-        warm = Job("warmup", "warmup", {"settings": dataclasses.asdict(s)}, threads=s.threads)
+        warm = Job("warmup", "warmup", {"settings": dataclasses.asdict(s)}, threads=s.warmup_threads)
         jobs_done |= run_jobs(
             [warm],
             root,
@@ -248,11 +249,13 @@ def _threads(s: DemoSettings, jobs_done: dict[str, dict[str, Any]]) -> dict[str,
     """The thread settings and what every stage process reported; a stage that differs is an error."""
     records = {name: d["threads"] for name, d in jobs_done.items()}
     for name, rec in records.items():
-        if rec["torch_intra_op"] != s.threads or rec["polars"] != s.threads:
-            raise RuntimeError(f"stage {name} ran with {rec}, not {s.threads} thread(s)")
-    first = next(iter(records.values()))
+        want = s.warmup_threads if name == "warmup" else s.threads
+        if rec["torch_intra_op"] != want or rec["polars"] != want:
+            raise RuntimeError(f"stage {name} ran with {rec}, not {want} thread(s)")
+    first = next(rec for name, rec in records.items() if name != "warmup")
     return {
         "per_process": s.threads,
+        "warmup": s.warmup_threads,
         "processes_at_once": s.jobs,
         "torch_inter_op": first["torch_inter_op"],
         "env": first["env"],

@@ -125,6 +125,61 @@ def _headline(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json``'s ``headline``: ReMaRk - Rank-GRPO on the test split, in points of the primary metric.
+
+    The primary lists are the sampled ones (greedy when the demo validates on greedy lists only); levels
+    and the difference are seed means; ``ci`` is the 95% bootstrap interval over test requests of the
+    seed-averaged difference (``eval.seeds.pooled_difference``: which questions were drawn, for these
+    runs), and ``resolved`` is true when it excludes 0. ``seeds`` gives the per-seed differences and, with
+    more than one seed, the t-interval over seeds (training variance), which ``ci`` does not cover.
+    """
+    s = summary["settings"]
+    lists = "sampled" if s["validation_samples"] else "greedy"
+    models = summary["across_seeds"]["models"]
+    d = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"][lists]["per_responder"]
+    reqs, seeds = d["requests"], d["seeds"]
+    lo, hi = _num(reqs["ci_low"]), _num(reqs["ci_high"])
+    n_seeds, n_req = seeds["n"], summary["test"]["sft"]["greedy"]["n_requests"]
+    resolved = bool(lo > 0 or hi < 0)
+    block: dict[str, Any] = {
+        "data": s["data"],
+        "metric": f"test per-responder recall@{s['k']}, {lists} lists",
+        "remark": _num(models["remark"][lists]["per_responder"]["requests"]["mean"]),
+        "rank_grpo": _num(models["rank_grpo"][lists]["per_responder"]["requests"]["mean"]),
+        "difference": 100 * _num(reqs["mean"]),
+        "ci": [100 * lo, 100 * hi],
+        "resolved": resolved,
+        "interval": f"95% bootstrap over the {n_req} test requests, for these runs",
+        "seeds": {
+            "n": n_seeds,
+            "differences": [100 * v for v in seeds["values"]],
+            "ci": [100 * _num(seeds["ci_low"]), 100 * _num(seeds["ci_high"])] if n_seeds > 1 else None,
+        },
+    }
+    block["sentence"] = _headline_sentence(block, summary["data"]["description"], n_req)
+    return block
+
+
+def _headline_sentence(h: dict[str, Any], data: str, n_req: int) -> str:
+    lo, hi = h["ci"]
+    text = (
+        f"On {data}: ReMaRk {h['remark']:.3f} vs Rank-GRPO {h['rank_grpo']:.3f} ({h['metric']}), a difference "
+        f"of **{h['difference']:+.2f} points**, 95% CI over the {n_req} test requests [{lo:+.2f}, {hi:+.2f}]: "
+        + ("**resolved**." if h["resolved"] else "**not resolved** (the interval contains 0).")
+    )
+    seeds = h["seeds"]
+    if seeds["n"] == 1:
+        return text + " One RL seed: the interval covers which questions were drawn, not training variance."
+    per_seed = ", ".join(f"{v:+.2f}" for v in seeds["differences"])
+    s_lo, s_hi = seeds["ci"]
+    ci = f"[{s_lo:+.2f}, {s_hi:+.2f}]" if math.isfinite(s_lo) and math.isfinite(s_hi) else "n/a"
+    return text + (
+        f" Over {seeds['n']} RL seeds (mean of the per-seed differences {per_seed}): t-interval {ci}, "
+        "what varies between training runs, which the request interval does not cover."
+    )
+
+
 LEVEL_TEXT = {
     "chance": "K random unseen catalog items (exact expectation)",
     "popularity": "the K most popular unseen catalog items",
@@ -169,6 +224,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
     lines = [
         f"# remark demo: ReMaRk vs Rank-GRPO on {summary['data']['description']}",
         "",
+        *([summary["headline"]["sentence"], ""] if "headline" in summary else []),
         f"{n_seeds} RL seeds ({', '.join(str(x) for x in s['rl_seeds'])}) per method from one SFT warm-up "
         f"(seed {s['seed']})"
         + (" -- **fast mode: tiny settings, numbers are meaningless**" if s["fast"] else "")
@@ -202,8 +258,10 @@ def report_markdown(summary: dict[str, Any]) -> str:
         f"({ev['sft']['greedy']['n_requests']} requests), greedy and {s['eval_samples']} sampled lists per "
         f"request (T = 1, the same sampling seed for every model); BCa bootstrap over requests "
         f"({s['ci_resamples']} resamples).",
-        f"- Threads: {summary['threads']['per_process']} per process in every stage (torch, OpenMP/MKL, "
-        f"polars, rayon; `PYTHONHASHSEED=0`), {summary['threads']['processes_at_once']} processes at once. "
+        f"- Threads: {summary['threads'].get('warmup', summary['threads']['per_process'])} in the warm-up "
+        f"process, which runs alone, and {summary['threads']['per_process']} per process in every later stage "
+        f"(torch, OpenMP/MKL, polars, rayon; `PYTHONHASHSEED=0`), {summary['threads']['processes_at_once']} "
+        "processes at once. "
         "The thread count is a setting like the seed: it changes the numbers, the load does not.",
         "",
     ]

@@ -29,9 +29,10 @@ class DemoSettings:
     """Everything the demo does; :func:`default_settings` fills it for a data source and mode."""
 
     data: str = "synthetic"
-    """``synthetic`` (embedded) or ``protoqa`` (needs ``data_dir``)."""
+    """``protoqa`` (:func:`default_settings`' default) or ``synthetic`` (the embedded world)."""
     data_dir: str | None = None
-    """ProtoQA: the scraped dev file, a folder holding it, or a dataset prepared by ``remark prep``."""
+    """ProtoQA: the scraped dev file, a folder holding it, or a dataset prepared by ``remark prep``; None
+    reads the copy shipped in the package (``data_prep.shipped``)."""
     seed: int = 0
     """Seed of the world, the tokenizer and model init, the SFT warm-up and the test evaluation's sampling."""
     rl_seeds: tuple[int, ...] = (0, 1, 2)
@@ -48,7 +49,7 @@ class DemoSettings:
     """Synthetic train / valid / test shares (90 valid and 90 test requests of 600: tighter CIs)."""
     world: dict[str, Any] = field(default_factory=dict)
     """Other ``generate_world`` arguments."""
-    n_questions: int = 128
+    n_questions: int = 64
     """ProtoQA: questions drawn (seeded) among those with at least ``min_clusters`` answer clusters."""
     min_clusters: int = 5
     """ProtoQA: the fewest answer clusters a question needs."""
@@ -87,11 +88,15 @@ class DemoSettings:
     """Torch / OpenMP / MKL / polars / rayon threads of every stage's process (``remark.demo.worker_env``).
     Fixed, never read from the machine's load: the thread count changes the numbers (summation order),
     so it is a setting like the seed, recorded in ``summary.json``."""
+    warmup_threads: int = 1
+    """Threads of the warm-up process (data, tokenizer, model, SFT), which runs alone: a setting like
+    ``threads`` (it changes the numbers, the load does not)."""
     jobs: int = 2
     """Stage processes at once (RL runs, test evaluations): changes the wall time only, never a number."""
     # --- evaluation ---
     eval_samples: int = 4
-    """Sampled lists per test request (temperature 1) beside the greedy one."""
+    """Sampled lists per test request (temperature 1) beside the greedy one: the list draw is most of a
+    request's variance, so more samples narrow the test intervals (ProtoQA: 4 -> 32 halved them)."""
     ci_resamples: int = 9999
     """Bootstrap resamples of every CI."""
 
@@ -127,7 +132,7 @@ class DemoSettings:
 
 
 def default_settings(
-    data: str = "synthetic",
+    data: str = "protoqa",
     *,
     fast: bool = False,
     steps: int | None = None,
@@ -135,6 +140,7 @@ def default_settings(
     data_dir: str | Path | None = None,
     rl_seeds: tuple[int, ...] | None = None,
     threads: int | None = None,
+    warmup_threads: int | None = None,
     jobs: int | None = None,
 ) -> DemoSettings:
     """The demo's defaults for ``data`` (``fast``: the test-sized run); ``steps`` etc. override them."""
@@ -142,19 +148,26 @@ def default_settings(
         raise InputError(f"unknown data {data!r}", field="--data", hint=f"one of {', '.join(DATA_CHOICES)}")
     s = DemoSettings(data=data, seed=seed, data_dir=str(data_dir) if data_dir is not None else None)
     if data == "protoqa":
+        # sized by measuring (experiments/RESULTS.md, "The demo's budget"): about 10 minutes on 2 quiet
+        # cores, warm-up 5 min (448 SFT steps, 2 threads), one RL seed per method 3.6 min, test 1.4 min
         s = dataclasses.replace(
             s,
             k=10,
+            n_questions=64,
             vocab_size=4096,
             sft_targets="noisy",
             sft_hit_prob=0.3,
-            sft_epochs=8.0,
+            sft_epochs=14.0,
             sft_lr=1e-3,
             sft_scheduler="constant",
             sft_batch=32,
             sft_copies=16,
-            learning_rate=1e-4,
-            steps=80,
+            warmup_threads=2,
+            learning_rate=2e-4,
+            steps=150,
+            rl_seeds=(0,),
+            validation_every=25,
+            eval_samples=32,
         )
     if fast:
         s = dataclasses.replace(
@@ -170,6 +183,7 @@ def default_settings(
             sft_epochs=1.0,
             sft_copies=1,
             steps=2,
+            warmup_threads=1,
             prompts_per_step=2,
             num_generations=2,
             validation_every=1,
@@ -186,17 +200,17 @@ def default_settings(
         if not seeds or len(set(seeds)) != len(seeds):
             raise InputError(f"--seeds must be distinct seeds, got {list(seeds)}", field="--seeds")
         s = dataclasses.replace(s, rl_seeds=seeds)
-    for name, value in (("threads", threads), ("jobs", jobs)):
+    for name, value in (("threads", threads), ("warmup_threads", warmup_threads), ("jobs", jobs)):
         if value is not None:
+            flag = "--" + name.replace("_", "-")
             if value < 1:
-                raise InputError(f"--{name} must be >= 1, got {value}", field=f"--{name}")
+                raise InputError(f"{flag} must be >= 1, got {value}", field=flag)
             s = dataclasses.replace(s, **{name: int(value)})
-    if data == "protoqa" and not s.data_dir:
+    if data == "synthetic" and s.data_dir:
         raise InputError(
-            "--data protoqa needs --data-dir",
+            "--data-dir is read by --data protoqa only (the synthetic world is embedded)",
             field="--data-dir",
-            hint="pass ProtoQA's dev.scraped.jsonl (or the folder holding it, e.g. protoqa-data/data/dev), "
-            "or a dataset written by `remark prep protoqa --items clusters`",
+            hint="drop --data-dir, or pass --data protoqa",
         )
     return s
 

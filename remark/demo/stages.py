@@ -1,8 +1,8 @@
 """The demo's stages before RL: data (synthetic or ProtoQA), tokenizer + tiny model, SFT warm-up.
 
-- data: ``data_prep.synthetic.build_dataset`` (the embedded world), or ProtoQA's scraped dev file with
-  each question's *respondents* split into train / valid / test (``data_prep.holdout``), pooled in
-  ``remark prep``'s layout;
+- data: ProtoQA's scraped dev file (shipped in the package, or ``--data-dir``) with each question's
+  *respondents* split into train / valid / test (``data_prep.holdout``), pooled in
+  ``remark prep``'s layout; or ``data_prep.synthetic.build_dataset`` (the embedded world);
 - a byte-level BPE tokenizer and a tiny Qwen2 trained / initialised locally (``remark.run.tiny_model``);
 - the SFT warm-up: ``remark.run.sft.run_sft`` (TRL ``SFTTrainer``, no pickle) with a progress callback.
 """
@@ -54,6 +54,16 @@ def find_protoqa(path: str | Path) -> Path:
         path=p,
         hint="pass the scraped dev file itself, its folder, or a `remark prep protoqa --items clusters` output",
     )
+
+
+def protoqa_source(s: DemoSettings) -> Path:
+    """The ProtoQA input of ``s``: ``data_dir`` (:func:`find_protoqa`), or the scraped dev file shipped in
+    the package when it is None (``data_prep.shipped``; no download, no data folder)."""
+    if s.data_dir is not None:
+        return find_protoqa(s.data_dir)
+    from data_prep.shipped import protoqa_file
+
+    return protoqa_file("scraped")
 
 
 def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings):

@@ -16,13 +16,14 @@ from remark.demo.pipeline import check_out, numbers
 
 
 def test_settings_errors_say_what_to_pass():
+    assert default_settings().data == "protoqa" and default_settings().data_dir is None  # the shipped copy
     with pytest.raises(InputError, match="--data-dir"):
-        default_settings("protoqa")
+        default_settings("synthetic", data_dir="x")
     with pytest.raises(InputError, match="unknown data"):
         default_settings("reddit")
     with pytest.raises(InputError, match="--steps"):
         default_settings(steps=0)
-    s = default_settings(steps=3)
+    s = default_settings("synthetic", steps=3)
     assert s.steps == 3 and s.validation_every == 3
     assert default_settings("protoqa", data_dir="x").k == 10
     assert s.metric == "sampled/recall@5/per_responder" and s.greedy_metric == "eval/recall@5/per_responder"
@@ -30,7 +31,9 @@ def test_settings_errors_say_what_to_pass():
         "sampled": ("sampled", "sampled/recall@5/per_responder"),
         "greedy": ("", "eval/recall@5/per_responder"),
     }
-    assert default_settings().rl_seeds == (0, 1, 2) and default_settings().threads == 1
+    assert default_settings("synthetic").rl_seeds == (0, 1, 2) and default_settings().threads == 1
+    assert default_settings().rl_seeds == (0,) and default_settings().warmup_threads == 2
+    assert default_settings(fast=True).warmup_threads == 1
     assert default_settings(rl_seeds=[4, 5], threads=2, jobs=3).rl_seeds == (4, 5)
     with pytest.raises(InputError, match="--seeds"):
         default_settings(rl_seeds=[1, 1])
@@ -42,9 +45,11 @@ def test_settings_errors_say_what_to_pass():
     ]
 
 
-def test_cli_protoqa_without_or_with_missing_path_exits_2(tmp_path, capsys):
-    assert main(["demo", "--data", "protoqa", "--out", str(tmp_path / "o")]) == 2
-    assert "--data-dir" in capsys.readouterr().err
+def test_cli_data_dir_missing_or_without_protoqa_exits_2(tmp_path, capsys):
+    assert (
+        main(["demo", "--data", "synthetic", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    )
+    assert "--data-dir is read by --data protoqa only" in capsys.readouterr().err
     missing = tmp_path / "nowhere" / "dev.scraped.jsonl"
     assert main(["demo", "--data", "protoqa", "--data-dir", str(missing), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
@@ -154,7 +159,7 @@ def test_methods_differ_only_in_reward_and_sampling(tmp_path):
     assert (b["reward_scheme"], b["sampling"]) == ("responder", "per_responder")
     assert a["per_device_train_batch_size"] == s.prompts_per_step * s.num_generations
     # the library's sampled validation picks the best checkpoint: the config accepts the demo's metric
-    assert (a["validation_metric"], a["validation_num_samples"]) == ("sampled/recall@5/per_responder", 4)
+    assert (a["validation_metric"], a["validation_num_samples"]) == (f"sampled/recall@{s.k}/per_responder", 4)
     cfg = RemarkGRPOConfig(**a)
     assert cfg.validation_metric == s.metric and cfg.validation_num_samples == s.validation_samples
 
@@ -185,6 +190,15 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["data"] == "protoqa" and summary["settings"]["data_dir"] is None  # shipped
+    head = summary["headline"]
+    assert head["data"] == "protoqa" and report.split("\n")[2] == head["sentence"]
+    cell = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"]["sampled"]["per_responder"]["requests"]
+    assert head["difference"] == pytest.approx(100 * cell["mean"])
+    assert head["ci"] == pytest.approx([100 * cell["ci_low"], 100 * cell["ci_high"]])
+    assert head["resolved"] == (cell["ci_low"] > 0 or cell["ci_high"] < 0)
+    assert head["seeds"]["n"] == 2 and len(head["seeds"]["ci"]) == 2
+    assert "Over 2 RL seeds" in head["sentence"] and head["sentence"].replace("**", "") in printed
     seeds = summary["settings"]["rl_seeds"]
     assert seeds == [0, 1]
     k, steps = summary["settings"]["k"], list(range(summary["settings"]["steps"] + 1))
@@ -219,8 +233,8 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
             assert best["value"] == run["best_value"]
     # reference levels on the test requests: chance is K / (catalog - seen) per row, the lists score <= 1
     levels = summary["reference_levels"]
-    assert sorted(levels) == ["chance", "genre_popularity", "popularity"]
-    assert 0 < levels["chance"]["per_responder"] <= 1 and 0 <= levels["genre_popularity"]["union"] <= 1
+    assert sorted(levels) == ["chance", "popularity"]  # ProtoQA's catalog has no genres
+    assert 0 < levels["chance"]["per_responder"] <= 1 and 0 <= levels["popularity"]["union"] <= 1
     assert f"For scale, test per-responder recall@{k} on the same {n_test} requests" in report
     # every stage process ran with the set thread counts, and the summary says so
     threads = summary["threads"]

@@ -40,7 +40,7 @@ def test_the_demo_across_seed_cells_are_what_eval_compare_prints(tmp_path, capsy
     """The demo's across-seed differences (``evaluation.across_seeds``) and ``remark eval compare A1 A2 A3
     --vs B1 B2 B3`` on the same eval folders give the same numbers (random tables, BCa)."""
     rng = np.random.default_rng(5)
-    s = dataclasses.replace(default_settings(), ci_resamples=199, seed=3)
+    s = dataclasses.replace(default_settings("synthetic"), ci_resamples=199, seed=3)  # three RL seeds
     ids = [f"q{i:02d}" for i in range(30)]
     n_rows = rng.integers(1, 5, size=30)
     names = ["sft", *(f"{m}-seed{x}" for x in s.rl_seeds for m in ("remark", "rank_grpo"))]
