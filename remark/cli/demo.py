@@ -113,22 +113,29 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     k, n = settings.k, len(settings.rl_seeds)
-    console.print(summary["headline"]["sentence"].replace("**", ""), soft_wrap=True)
+    console.print(summary["headline"]["sentence"].replace("**", ""), soft_wrap=True, markup=False)
     across = summary["across_seeds"]
+    seeds = "one RL seed" if n == 1 else f"mean of {n} seeds"
     for mode in ("sampled", "greedy"):
         for m in ("sft", "remark", "rank_grpo"):
             cell = across["models"][m][mode]["per_responder"]["requests"]
             label = "SFT start" if m == "sft" else summary["runs"][m]["label"]
             console.print(
-                f"{label:<10} test recall@{k} per responder ({mode}, mean of {n} seeds): {cell['mean']:.3f} "
-                f"[{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
+                f"{label:<10} test recall@{k} per responder ({mode}, {seeds}): {cell['mean']:.3f} "
+                f"[{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]",
+                markup=False,
             )
         d = across["paired"]["remark_vs_rank_grpo"][mode]["per_responder"]
         per_seed = ", ".join(f"{100 * v:+.2f}" for v in d["seeds"]["values"])
+        over_seeds = (
+            f"per seed {per_seed}; over seeds [{_pts(d['seeds']['ci_low'])}, {_pts(d['seeds']['ci_high'])}], "
+            if n > 1
+            else ""
+        )
         console.print(
             f"{'difference':<10} ReMaRk - Rank-GRPO ({mode}): {100 * d['requests']['mean']:+.2f} points; "
-            f"per seed {per_seed}; over seeds [{_pts(d['seeds']['ci_low'])}, {_pts(d['seeds']['ci_high'])}], "
-            f"over requests [{_pts(d['requests']['ci_low'])}, {_pts(d['requests']['ci_high'])}]"
+            f"{over_seeds}over requests [{_pts(d['requests']['ci_low'])}, {_pts(d['requests']['ci_high'])}]",
+            markup=False,
         )
     console.print(f"finished in {summary['timing']['total_s'] / 60:.1f} min")
     console.print(f"report: {args.out / 'report.md'}", soft_wrap=True)  # a long path stays one line

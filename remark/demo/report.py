@@ -49,8 +49,16 @@ def _side(cell: dict[str, Any]) -> int:
 
 
 def verdict(diff: dict[str, Any], a: str, b: str) -> str:
-    """Resolved only when the seed interval and the request interval exclude 0 on the same side."""
+    """Resolved only when the seed interval and the request interval exclude 0 on the same side; with one
+    RL seed (no seed interval) on the request interval alone, saying what it leaves out."""
     seeds, reqs = _side(diff["seeds"]), _side(diff["requests"])
+    if diff["seeds"].get("n") == 1:
+        if reqs:
+            return (
+                f"**resolved over requests: {a if reqs > 0 else b} is ahead** (the 95% interval over requests "
+                "excludes 0; one RL seed, so training variance is not covered)"
+            )
+        return "**not resolved** (the 95% interval over requests contains 0)"
     if seeds == reqs != 0:
         return f"**resolved: {a if seeds > 0 else b} is ahead** (both 95% intervals exclude 0)"
     which = [n for n, v in (("over seeds", seeds), ("over requests", reqs)) if v == 0]
@@ -62,6 +70,13 @@ def verdict(diff: dict[str, Any], a: str, b: str) -> str:
 def _points_line(diff: dict[str, Any], a: str, b: str, lists: str, k: int, n_req: int) -> str:
     seeds, reqs = diff["seeds"], diff["requests"]
     per_seed = ", ".join(f"{100 * v:+.2f}" for v in seeds["values"])
+    if seeds["n"] == 1:
+        return (
+            f"{a} - {b}, test per-responder recall@{k} of {lists} lists: **{100 * _num(reqs['mean']):+.2f} "
+            f"points** (one RL seed); 95% bootstrap interval over the {n_req} test requests "
+            f"{_cell(reqs, 100, 2, True)} (what varies between requests, for this run; not training "
+            f"variance). {verdict(diff, a, b)}."
+        )
     return (
         f"{a} - {b}, test per-responder recall@{k} of {lists} lists: **{100 * _num(reqs['mean']):+.2f} points** "
         f"(mean of {seeds['n']} RL seeds; per seed {per_seed}; SD {100 * _num(seeds['sd']):.2f}). "
@@ -225,7 +240,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
         f"# remark demo: ReMaRk vs Rank-GRPO on {summary['data']['description']}",
         "",
         *([summary["headline"]["sentence"], ""] if "headline" in summary else []),
-        f"{n_seeds} RL seeds ({', '.join(str(x) for x in s['rl_seeds'])}) per method from one SFT warm-up "
+        f"{_seeds_text(n_seeds)} ({', '.join(str(x) for x in s['rl_seeds'])}) per method from one SFT warm-up "
         f"(seed {s['seed']})"
         + (" -- **fast mode: tiny settings, numbers are meaningless**" if s["fast"] else "")
         + f". Finished in {timing['total_s'] / 60:.1f} min on {mach['cpus']} CPU cores (1-minute load average "
@@ -274,10 +289,13 @@ def _tables(summary: dict[str, Any]) -> list[str]:
     s = summary["settings"]
     k, metric = s["k"], f"recall@{s['k']}"
     across = summary["across_seeds"]
+    one = len(s["rl_seeds"]) == 1
     lines = [
-        f"## Test split: recall@{k}, mean of {len(s['rl_seeds'])} seeds",
+        f"## Test split: recall@{k}, " + ("one RL seed" if one else f"mean of {len(s['rl_seeds'])} seeds"),
         "",
-        "Each cell: the seed average [95% bootstrap over test requests]; below it, the range over seeds.",
+        "Each cell: the value [95% bootstrap over test requests]."
+        if one
+        else "Each cell: the seed average [95% bootstrap over test requests]; below it, the range over seeds.",
         "",
         "| model | lists | " + " | ".join(VIEWS) + " |",
         "|---|---|" + "---|" * len(VIEWS),
@@ -286,7 +304,7 @@ def _tables(summary: dict[str, Any]) -> list[str]:
         for lists, by_view in across["models"][m].items():
             cells = [_cell(by_view[v]["requests"]) for v in VIEWS]
             lines.append(f"| {LABELS[m]} | {lists} | " + " | ".join(cells) + " |")
-            if m != "sft":
+            if m != "sft" and not one:
                 ranges = [
                     f"{_num(by_view[v]['seeds']['min']):.3f} to {_num(by_view[v]['seeds']['max']):.3f}"
                     for v in VIEWS
@@ -304,11 +322,12 @@ def _tables(summary: dict[str, Any]) -> list[str]:
                 + " | ".join(_cell(by_view[v]["requests"], 100, 2, True) for v in VIEWS)
                 + " |"
             )
-            lines.append(
-                "| | | mean [t over seeds] | "
-                + " | ".join(_cell(by_view[v]["seeds"], 100, 2, True) for v in VIEWS)
-                + " |"
-            )
+            if not one:
+                lines.append(
+                    "| | | mean [t over seeds] | "
+                    + " | ".join(_cell(by_view[v]["seeds"], 100, 2, True) for v in VIEWS)
+                    + " |"
+                )
             for seed_name, diff in summary["paired"][pair].items() if pair == "remark_vs_rank_grpo" else ():
                 cells = [_cell(diff[lists].get(v, {}).get(metric), 100, 2, True) for v in VIEWS]
                 lines.append(
@@ -390,6 +409,10 @@ def _stage_cpu(jobs: dict[str, Any]) -> list[float]:
     return list(groups.values())
 
 
+def _seeds_text(n: int) -> str:
+    return "1 RL seed" if n == 1 else f"{n} RL seeds"
+
+
 def report_notes(summary: dict[str, Any]) -> list[str]:
     """Plain sentences for the end of the report, computed from the numbers (nothing hand-written)."""
     s = summary["settings"]
@@ -399,10 +422,13 @@ def report_notes(summary: dict[str, Any]) -> list[str]:
     for pair, (a, b) in PAIR_LABELS.items():
         for lists, by_view in across[pair].items():
             d = by_view["per_responder"]
+            spread = (
+                f"; seed range {100 * _num(d['seeds']['min']):+.2f} to {100 * _num(d['seeds']['max']):+.2f} points"
+                if n > 1
+                else ""
+            )
             notes.append(
-                f"- Test per-responder recall@{s['k']}, {lists} lists: {a} - {b}: {verdict(d, a, b)}; "
-                f"seed range {100 * _num(d['seeds']['min']):+.2f} to {100 * _num(d['seeds']['max']):+.2f} "
-                "points."
+                f"- Test per-responder recall@{s['k']}, {lists} lists: {a} - {b}: {verdict(d, a, b)}{spread}."
             )
     zs = {
         m: [summary["runs"][m][f"seed{x}"]["train"]["zero_signal_frac_mean"] for x in s["rl_seeds"]]
@@ -414,12 +440,19 @@ def report_notes(summary: dict[str, Any]) -> list[str]:
             f"{100 * sum(zs['rank_grpo']) / n:.0f}% of Rank-GRPO's, {100 * sum(zs['remark']) / n:.0f}% of "
             "ReMaRk's (mean over seeds): the responder draw at work."
         )
+    seeds_note = (
+        "The interval over requests covers which requests were drawn (for this run), not training variance: "
+        "another RL seed (`--seeds 0 1 2` adds the t-interval over seeds) or a new warm-up (another `--seed`) "
+        "adds variance it does not cover."
+        if n == 1
+        else "The interval over seeds covers what varies between training runs (on these test requests); with "
+        "so few seeds it is wide. The interval over requests covers which requests were drawn (for these "
+        "runs), not training variance. A new warm-up (another `--seed`) adds a source of variance that "
+        "neither covers."
+    )
     notes += [
-        f"- {n} RL seeds from one warm-up with a tiny model: this shows the pipeline and the direction of the "
-        "effect at toy scale, not the paper's numbers. The interval over seeds covers what varies between "
-        "training runs (on these test requests); with so few seeds it is wide. The interval over requests "
-        "covers which requests were drawn (for these runs), not training variance. A new warm-up (another "
-        "`--seed`) adds a source of variance that neither covers.",
+        f"- {_seeds_text(n)} from one warm-up with a tiny model: this shows the pipeline and the direction of "
+        f"the effect at toy scale, not the paper's numbers. {seeds_note}",
         "- Greedy lists of a tiny model repeat items (see the distinct items per list in `eval/*/metrics.json`), "
         "so RL can lower greedy recall while it raises sampled recall: the sampled rows are the primary ones, "
         "chosen before running.",

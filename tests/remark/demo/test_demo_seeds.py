@@ -34,6 +34,12 @@ def test_verdict_needs_both_intervals_to_exclude_zero():
     text = verdict(d((0.01, 0.08), (-0.01, 0.05)), "A", "B")
     assert "not resolved" in text and "over requests" in text
     assert "not resolved" in verdict(d((None, None), (0.01, 0.05)), "A", "B")
+    one = d((None, None), (0.01, 0.05))
+    one["seeds"]["n"] = 1  # one RL seed: the request interval alone, and the report says what it leaves out
+    assert "resolved over requests: A is ahead" in verdict(one, "A", "B")
+    assert "training variance is not covered" in verdict(one, "A", "B")
+    one["requests"]["ci_low"] = -0.01
+    assert verdict(one, "A", "B") == "**not resolved** (the 95% interval over requests contains 0)"
 
 
 def test_the_demo_across_seed_cells_are_what_eval_compare_prints(tmp_path, capsys):
