@@ -253,11 +253,41 @@ def _vllm(model_dir: Path, cfg: GenerationConfig, tokenizer: Any, max_model_len:
     return vllm_runner(llm, tokenizer, cfg)
 
 
+def whole_prefill_batches(lengths: Sequence[int], n: int, budget: int, max_seqs: int) -> list[range]:
+    """Consecutive ranges of prompts that vLLM's scheduler admits whole in one step, so that no prompt's
+    prefill is split across steps (chunked).
+
+    A range holds as many prompts as fit both limits: ``n * sum(lengths[range]) <= budget`` (the engine's
+    ``max_num_batched_tokens``; each of the ``n`` samples of a prompt is a request of its own) and
+    ``n * len(range) <= max_seqs`` (``max_num_seqs``: a request left waiting would be admitted later
+    into a partial budget); a prompt that alone exceeds them is a range of its own. Shapes: ``lengths``
+    (P,) prompt token counts; returns ranges covering ``0..P`` in order.
+
+    >>> whole_prefill_batches([10, 10, 10, 30, 5], n=2, budget=48, max_seqs=8)
+    [range(0, 2), range(2, 3), range(3, 4), range(4, 5)]
+    """
+    out, start, tokens = [], 0, 0
+    for i, length in enumerate(lengths):
+        cost = n * length
+        if i > start and (tokens + cost > budget or n * (i - start + 1) > max_seqs):
+            out.append(range(start, i))
+            start, tokens = i, 0
+        tokens += cost
+    if start < len(lengths):
+        out.append(range(start, len(lengths)))
+    return out
+
+
 def vllm_runner(llm: Any, tokenizer: Any, cfg: GenerationConfig) -> Runner:
     """A runner over a built ``vllm.LLM`` (greedy: temperature 0; sampled: ``n`` lists per prompt at
     ``cfg.temperature`` / ``cfg.top_p``, seeded per request with ``cfg.seed``). Prompts go in as the
     tokenizer's ids (no special tokens added, as :func:`transformers_runner`), completions come back
-    decoded by the tokenizer with special tokens skipped."""
+    decoded by the tokenizer with special tokens skipped.
+
+    Seeded sampling on a CPU engine goes in :func:`whole_prefill_batches`: when vLLM splits a seeded
+    request's prefill, it rewinds the request's generator (``Generator.set_offset``), which CPU generators
+    lack (``RuntimeError: CPU Generator does not use offset``, seen with 64 questions x 2 samples of a
+    135M model). A per-request seed makes each list independent of the batch it is drawn in."""
     from vllm import SamplingParams  # optional dependency, imported only here
 
     def run(texts: list[str], n: int, sample: bool) -> list[list[str]]:
@@ -268,13 +298,27 @@ def vllm_runner(llm: Any, tokenizer: Any, cfg: GenerationConfig) -> Runner:
         else:
             params = SamplingParams(n=1, temperature=0.0, max_tokens=cfg.cap)
         ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
-        outputs = llm.generate([{"prompt_token_ids": p} for p in ids], params, use_tqdm=False)
+        batches = [range(len(ids))]
+        if sample and cfg.seed is not None and _cpu_engine(llm):
+            sched = llm.llm_engine.vllm_config.scheduler_config
+            batches = whole_prefill_batches(
+                [len(p) for p in ids], n, sched.max_num_batched_tokens, sched.max_num_seqs
+            )
+        outputs = [
+            r
+            for b in batches
+            for r in llm.generate([{"prompt_token_ids": ids[i]} for i in b], params, use_tqdm=False)
+        ]
         return [
             tokenizer.batch_decode([list(o.token_ids) for o in r.outputs], skip_special_tokens=True)
             for r in outputs
         ]
 
     return run
+
+
+def _cpu_engine(llm: Any) -> bool:
+    return str(getattr(llm.llm_engine.vllm_config.device_config, "device_type", "cpu")) == "cpu"
 
 
 #: host bytes one completion costs until it is scored and written, per completion token and per list

@@ -54,3 +54,50 @@ def test_eval_run_with_vllm_equals_transformers(vllm_world, tmp_path, capsys, mo
     assert any(g is not None for r in lists["vllm"] for g in r["grounded"])  # lists of catalog titles
     for view in ("per_responder", "union"):
         assert results["vllm"][view] == results["transformers"][view]
+
+
+def _small_budget_engine(model):
+    from vllm import LLM
+
+    from tests.vllm_helpers import KV_CACHE_GIB, distributed_env
+
+    distributed_env()
+    return LLM(
+        model=str(model),
+        dtype="float32",
+        max_model_len=64,
+        max_num_batched_tokens=64,
+        max_num_seqs=8,
+        enforce_eager=True,
+        distributed_executor_backend="external_launcher",
+        seed=0,
+        kv_cache_memory_bytes=int(KV_CACHE_GIB * (1 << 30)),
+    )
+
+
+def test_seeded_sampling_on_a_small_token_budget_is_admitted_whole(tmp_path):
+    """vLLM splits a request's prefill when the step's token budget runs out and then rewinds the request's
+    seeded generator, which a CPU generator cannot do (``RuntimeError: CPU Generator does not use
+    offset``). The runner feeds the engine prompt ranges it admits whole (``whole_prefill_batches``):
+    30 prompts x 2 seeded samples on an engine of 64 batched tokens run, and the same call gives the same
+    lists; the same prompts in one call of a fresh engine fail (the case is real)."""
+    import pytest
+    from transformers import AutoTokenizer
+    from vllm import SamplingParams
+
+    from eval.generate import GenerationConfig, vllm_runner
+    from tests.vllm_helpers import CORPUS, build_random_model
+
+    model = build_random_model(tmp_path / "m", arch="qwen2", tied=True)
+    tok = AutoTokenizer.from_pretrained(model)
+    texts = [CORPUS[i][: 12 + i % 10] for i in range(30)]  # 12-21 characters
+    ids = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    assert 2 * sum(map(len, ids)) > 64 and 2 * max(map(len, ids)) <= 64  # one call chunks; no prompt must
+    cfg = GenerationConfig(k=3, max_new_tokens=8, temperature=1.0, top_p=1.0, seed=3, num_samples=2)
+    run = vllm_runner(_small_budget_engine(model), tok, cfg)
+    first = run(texts, 2, True)
+    assert len(first) == 30 and all(len(lists) == 2 for lists in first)
+    assert run(texts, 2, True) == first
+    params = SamplingParams(n=2, temperature=1.0, max_tokens=8, seed=3)
+    with pytest.raises(RuntimeError, match="does not use offset"):
+        _small_budget_engine(model).generate([{"prompt_token_ids": p} for p in ids], params, use_tqdm=False)
