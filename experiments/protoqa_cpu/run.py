@@ -189,26 +189,35 @@ def validation(cfg: dict[str, Any], out: Path, side: str, *, every: int, per_ste
     """
     from hooks import Side  # beside this file
 
-    from catalog.match import GroundingSettings
     from data_prep.dataset import load_dataset
     from remark.run.callbacks import ValidationCallback
 
-    e = cfg["eval"]
-    inner = ValidationCallback(
-        load_dataset(out / "data" / side),
-        split=side,
-        k=cfg["grpo"]["num_ranks"],
-        every=every,
-        metric=metric,
-        max_new_tokens=cfg["grpo"]["max_completion_length"],
-        grounding=GroundingSettings(match_mode=cfg["data"]["match_mode"]),
-        batch_size=e["batch_size"],
-        completions_per_step=per_step,
-        num_samples=e["num_samples"],
-        temperature=e["temperature"],
-        seed=e["seed"],
+    fields = validation_fields(cfg, side, every=every, per_step=per_step, metric=metric)
+    return Side(
+        ValidationCallback(load_dataset(out / "data" / side), **fields), None if side == "valid" else side
     )
-    return Side(inner, None if side == "valid" else side)
+
+
+def validation_fields(
+    cfg: dict[str, Any], side: str, *, every: int, per_step: int, metric: str
+) -> dict[str, Any]:
+    """The ``ValidationCallback`` arguments of one held-out side (its dataset aside)."""
+    from catalog.match import GroundingSettings
+
+    e = cfg["eval"]
+    return {
+        "split": side,
+        "k": cfg["grpo"]["num_ranks"],
+        "every": every,
+        "metric": metric,
+        "max_new_tokens": cfg["grpo"]["max_completion_length"],
+        "grounding": GroundingSettings(match_mode=cfg["data"]["match_mode"]),
+        "batch_size": e["batch_size"],
+        "completions_per_step": per_step,
+        "num_samples": e["num_samples"],
+        "temperature": e["temperature"],
+        "seed": e["seed"],
+    }
 
 
 # -- stage 2-3: tiny model and noisy SFT warm-up ------------------------------------------------------
@@ -299,6 +308,40 @@ def run_settings(cfg: dict[str, Any], method: str, seed: int) -> dict[str, Any]:
     }
 
 
+def grpo_fields(cfg: dict[str, Any], out: Path, method: str, seed: int) -> dict[str, Any]:
+    """The ``RemarkGRPOConfig`` fields of one GRPO run from the warm-up in ``out``: equal for both methods
+    but for ``reward_scheme`` and ``sampling``; validation by callbacks (``validation_steps`` 0)."""
+    g, m = cfg["grpo"], cfg["methods"][method]
+    return {
+        "output_dir": str(out / "runs" / f"{method}_s{seed}"),
+        "data_dir": str(out / "data" / "train"),
+        "model_name_or_path": str(out / "sft_model"),
+        "seed": seed,
+        "reward_scheme": m["reward_scheme"],
+        "sampling": m["sampling"],
+        "advantage_scaling": "group",
+        "scale_rewards": "group",
+        "num_ranks": g["num_ranks"],
+        "match_mode": cfg["data"]["match_mode"],
+        "loss_type": g["loss_type"],
+        "num_generations": g["num_generations"],
+        "per_device_train_batch_size": g["prompts_per_step"] * g["num_generations"],
+        "gradient_accumulation_steps": 1,
+        "learning_rate": g["learning_rate"],
+        "lr_scheduler_type": g["lr_scheduler_type"],
+        "beta": g["beta"],
+        "temperature": g["temperature"],
+        "max_completion_length": g["max_completion_length"],
+        "max_steps": g["steps"],
+        "use_cpu": True,
+        "bf16": False,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "validation_steps": 0,  # the validation callbacks (one per held-out side, same sampling seed)
+        "dataloader_num_workers": 0,
+    }
+
+
 def worker(cfg: dict[str, Any], out: Path, method: str, seed: int) -> None:
     """One GRPO run through ``remark.run.training.run_training``, validated by the library's callback on the
     validation half (best checkpoint by the primary metric in ``best/``) and scored on the test half."""
@@ -316,37 +359,7 @@ def worker(cfg: dict[str, Any], out: Path, method: str, seed: int) -> None:
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     t0, c0 = time.monotonic(), cpu_seconds()
-    m = cfg["methods"][method]
-    args = RemarkGRPOConfig(
-        output_dir=str(run_dir),
-        data_dir=str(out / "data" / "train"),
-        model_name_or_path=str(out / "sft_model"),
-        seed=seed,
-        reward_scheme=m["reward_scheme"],
-        sampling=m["sampling"],
-        advantage_scaling="group",
-        scale_rewards="group",
-        num_ranks=g["num_ranks"],
-        match_mode=cfg["data"]["match_mode"],
-        loss_type=g["loss_type"],
-        num_generations=g["num_generations"],
-        per_device_train_batch_size=g["prompts_per_step"] * g["num_generations"],
-        gradient_accumulation_steps=1,
-        learning_rate=g["learning_rate"],
-        lr_scheduler_type=g["lr_scheduler_type"],
-        beta=g["beta"],
-        temperature=g["temperature"],
-        max_completion_length=g["max_completion_length"],
-        max_steps=g["steps"],
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        logging_steps=5,
-        report_to="none",
-        disable_tqdm=True,
-        validation_steps=0,  # the validation callbacks below (one per held-out side, same sampling seed)
-        dataloader_num_workers=0,
-    )
+    args = RemarkGRPOConfig(**grpo_fields(cfg, out, method, seed), save_strategy="no", logging_steps=5)
     per_step = args.per_device_train_batch_size
     primary_mode, primary_key = cfg["analysis"]["primary"]
     best_by = f"sampled/{primary_key.removeprefix('eval/')}" if primary_mode == "sampled" else primary_key
@@ -385,6 +398,17 @@ def worker(cfg: dict[str, Any], out: Path, method: str, seed: int) -> None:
 
 
 # -- orchestration -----------------------------------------------------------------------------------
+def append_timings(out: Path, timings: dict[str, Any], stage: str, t0: float) -> None:
+    """One line per invocation in ``<out>/timings.jsonl`` (never overwritten): stage wall times, the load
+    at the end, the stage asked for and when it finished."""
+    timings["total_wall_s"] = time.monotonic() - t0
+    timings["load_at_end"] = os.getloadavg()
+    timings["stage"] = stage
+    timings["finished_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    with (out / "timings.jsonl").open("a") as fh:
+        fh.write(json.dumps(timings) + "\n")
+
+
 class LoadMonitor(threading.Thread):
     """Samples the 1-minute load average every ``every`` seconds into a JSON-lines file."""
 
@@ -523,12 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             timings["analysis_wall_s"] = time.monotonic() - ts
     finally:
         monitor.stop.set()
-        timings["total_wall_s"] = time.monotonic() - t0
-        timings["load_at_end"] = os.getloadavg()
-        timings["stage"] = a.stage
-        timings["finished_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
-        with (out / "timings.jsonl").open("a") as fh:  # one line per invocation, never overwritten
-            fh.write(json.dumps(timings) + "\n")
+        append_timings(out, timings, a.stage, t0)
     log(f"{a.stage}: done in {timings['total_wall_s'] / 60:.1f} min; outputs in {out}")
     if a.stage in ("all", "analyze"):
         log(f"report: {out / 'analysis' / 'results.md'}")
