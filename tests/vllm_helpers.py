@@ -113,24 +113,31 @@ def build_random_model(out: Path, *, arch: str, tied: bool, seed: int = 0) -> Pa
 _ENGINES: dict[str, Any] = {}
 
 
+def new_engine(model_dir: Path, **overrides: Any) -> Any:
+    """A colocated-style float32 engine (eager, 64 MiB KV cache, 8 sequences); ``overrides`` go to
+    ``vllm.LLM``."""
+    from vllm import LLM
+
+    distributed_env()
+    settings = {
+        "model": str(model_dir),
+        "dtype": "float32",
+        "max_model_len": 256,
+        "max_num_seqs": 8,
+        "enforce_eager": True,
+        "distributed_executor_backend": "external_launcher",
+        "seed": 0,
+        "kv_cache_memory_bytes": int(KV_CACHE_GIB * (1 << 30)),
+        "logprobs_mode": "processed_logprobs",
+    }
+    return LLM(**(settings | overrides))
+
+
 def engine(model_dir: Path) -> Any:
-    """One colocated-style float32 engine per model folder and process (eager, 64 MiB KV cache)."""
+    """One :func:`new_engine` per model folder and process."""
     key = str(model_dir)
     if key not in _ENGINES:
-        from vllm import LLM
-
-        distributed_env()
-        _ENGINES[key] = LLM(
-            model=key,
-            dtype="float32",
-            max_model_len=256,
-            max_num_seqs=8,
-            enforce_eager=True,
-            distributed_executor_backend="external_launcher",
-            seed=0,
-            kv_cache_memory_bytes=int(KV_CACHE_GIB * (1 << 30)),
-            logprobs_mode="processed_logprobs",
-        )
+        _ENGINES[key] = new_engine(model_dir)
     return _ENGINES[key]
 
 

@@ -57,22 +57,9 @@ def test_eval_run_with_vllm_equals_transformers(vllm_world, tmp_path, capsys, mo
 
 
 def _small_budget_engine(model):
-    from vllm import LLM
+    from tests.vllm_helpers import new_engine
 
-    from tests.vllm_helpers import KV_CACHE_GIB, distributed_env
-
-    distributed_env()
-    return LLM(
-        model=str(model),
-        dtype="float32",
-        max_model_len=64,
-        max_num_batched_tokens=64,
-        max_num_seqs=8,
-        enforce_eager=True,
-        distributed_executor_backend="external_launcher",
-        seed=0,
-        kv_cache_memory_bytes=int(KV_CACHE_GIB * (1 << 30)),
-    )
+    return new_engine(model, max_model_len=64, max_num_batched_tokens=64)
 
 
 def test_seeded_sampling_on_a_small_token_budget_is_admitted_whole(tmp_path):
