@@ -54,6 +54,7 @@ import torch
 from gpu_check import cb_config
 from timed_steps import World, build_world, common_args, median_of, timed_run
 
+from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
 from data_prep.dataset import load_dataset
 from remark.run.sampling import training_dataset
 from remark.run.tiny_model import TinySpec
@@ -278,6 +279,10 @@ def world_for(model: str, a: argparse.Namespace) -> World:
     return World(load_dataset(Path(a.work_dir) / "tiny" / "data"), path, {"model": str(path)})
 
 
+#: the ``catalog.shared.outputs.atomic_file`` kind of ``--json``.
+JSON_KIND = "bench-generation"
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", default=None, help="'tiny' or a model folder (repeatable)")
@@ -297,7 +302,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--step-max-tokens", type=int, default=32, help="completion cap of the GRPO steps")
     ap.add_argument("--work-dir", default="/tmp/remark_generation", help="world cache and run folders")
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--force", action="store_true", help="let --json replace a file remark did not write")
     a = ap.parse_args(argv)
+    if a.json:  # before any work: a file the bench may not replace is refused now, not after minutes
+        check_output_file(a.json, JSON_KIND, formats=JSON_FORMATS, force=a.force, field="--json")
     torch.set_num_threads(a.threads)  # vLLM's CPU worker turns set_num_threads into a no-op once it starts
     models = a.model or ["tiny"]
     load_before = os.getloadavg()
@@ -326,7 +334,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     print_summary(doc)
     if a.json:
-        Path(a.json).write_text(json.dumps(doc, indent=2) + "\n")
+        with atomic_file(a.json, JSON_KIND, formats=JSON_FORMATS, force=a.force, field="--json") as tmp:
+            tmp.write_text(json.dumps(doc, indent=2) + "\n")
     return doc
 
 
@@ -349,4 +358,10 @@ def print_summary(doc: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from catalog.shared.errors import InputError
+
+    try:
+        main()
+    except InputError as err:  # bad input: one line, exit 2
+        print(f"bench/generation.py: error: {err}", file=sys.stderr)
+        sys.exit(2)
