@@ -156,7 +156,7 @@ def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
     reqs, seeds = d["requests"], d["seeds"]
     lo, hi = _num(reqs["ci_low"]), _num(reqs["ci_high"])
     n_seeds, n_req = seeds["n"], summary["test"]["sft"]["greedy"]["n_requests"]
-    resolved = bool(lo > 0 or hi < 0)
+    resolved = _side(reqs) != 0
     block: dict[str, Any] = {
         "data": s["data"],
         "metric": f"test per-responder recall@{s['k']}, {lists} lists",

@@ -153,7 +153,6 @@ def default_settings(
         s = dataclasses.replace(
             s,
             k=10,
-            n_questions=64,
             vocab_size=4096,
             sft_targets="noisy",
             sft_hit_prob=0.3,
