@@ -127,12 +127,13 @@ def transformers_path(model: Any, tok: Any, ids: list[list[int]], g: int, n: int
 
 
 def vllm_path(model_dir: Path, ids: list[list[int]], g: int, n: int, reps: int, compiled: bool):
-    from trl.trainer.utils import ensure_master_addr_port
     from vllm import LLM, SamplingParams
 
-    for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}.items():  # what TRL's colocate sets
+    from remark.step.vllm_sync import SINGLE_PROCESS_RANKS, single_process_rendezvous
+
+    for key, value in SINGLE_PROCESS_RANKS.items():  # what TRL's colocate sets
         os.environ.setdefault(key, value)
-    ensure_master_addr_port()
+    single_process_rendezvous()
     t0 = time.perf_counter()
     llm = LLM(
         model=str(model_dir),

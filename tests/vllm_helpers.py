@@ -65,13 +65,13 @@ CORPUS = [
 
 
 def distributed_env() -> None:
-    """The torchrun variables a colocated (``external_launcher``) engine reads, for one process; TRL's
-    free-port choice."""
-    from trl.trainer.utils import ensure_master_addr_port
+    """The torchrun variables a colocated (``external_launcher``) engine reads, for one process, at a port
+    the kernel assigns (the test workers run at once)."""
+    from remark.step.vllm_sync import SINGLE_PROCESS_RANKS, single_process_rendezvous
 
-    for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}.items():
+    for key, value in SINGLE_PROCESS_RANKS.items():
         os.environ.setdefault(key, value)
-    ensure_master_addr_port()
+    single_process_rendezvous()
 
 
 def build_random_model(out: Path, *, arch: str, tied: bool, seed: int = 0) -> Path:

@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
+import socket
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -52,6 +54,27 @@ from trl.generation import vllm_generation as trl_vllm
 logger = logging.getLogger(__name__)
 
 SYNC_METHODS = ("auto", "reload", "load_weights")
+
+#: the torchrun variables a colocated engine of a single-process run reads (TRL's colocate sets the rank
+#: ones; a launcher sets all of them)
+SINGLE_PROCESS_RANKS = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}
+
+
+def single_process_rendezvous() -> None:
+    """Set ``MASTER_ADDR`` / ``MASTER_PORT`` for a colocated (``external_launcher``) engine when no launcher
+    set them: a port the kernel assigns (a bind to port 0), so concurrent runs on one machine never meet.
+
+    TRL's ``ensure_master_addr_port`` takes the first port of a fixed list (29500, 23456, 12355, 12345)
+    that a probe finds free; two engines starting at once on one machine (two runs, two test workers, a
+    child of a process whose engine holds the first port) probe the same port and one of them fails with
+    ``EADDRINUSE``. A value a launcher set (torchrun, accelerate) is kept, as TRL keeps it; ``"0"`` and
+    ``"auto"`` mean "choose one", as in TRL."""
+    os.environ["MASTER_ADDR"] = os.environ.get("MASTER_ADDR") or "localhost"
+    if os.environ.get("MASTER_PORT", "").strip().lower() not in {"", "0", "auto"}:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("", 0))
+        os.environ["MASTER_PORT"] = str(probe.getsockname()[1])
 
 
 def model_runner(llm: Any) -> Any:
@@ -230,6 +253,7 @@ class RemarkVLLMGeneration(trl_vllm.VLLMGeneration):
         if self.mode != "colocate":
             return super()._init_vllm()
         check_engine_model(self.model)
+        single_process_rendezvous()  # before TRL's fixed-list choice, which then keeps it
         extra = self.settings.llm_kwargs(
             self.model, self.accelerator.process_index, self.tensor_parallel_size
         )

@@ -10,6 +10,7 @@ saying why; remark's engine fields are refused where no colocated engine runs.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +19,13 @@ import torch
 import yaml
 
 from catalog.shared.errors import InputError
-from remark.step.vllm_sync import EngineSettings, engine_dtype, has_layerwise_reload, shared_weight_modules
+from remark.step.vllm_sync import (
+    EngineSettings,
+    engine_dtype,
+    has_layerwise_reload,
+    shared_weight_modules,
+    single_process_rendezvous,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -45,6 +52,44 @@ def test_engine_kwargs_carry_the_run_seed_per_process_and_the_kv_cache():
         settings.llm_kwargs(model, process_index=3, tensor_parallel_size=2)["seed"] == 8
     )  # one per TP group
     assert "kv_cache_memory_bytes" not in EngineSettings().llm_kwargs(model, 0, 1)
+
+
+def test_a_single_process_engine_takes_a_port_no_one_holds(monkeypatch):
+    import socket
+
+    from trl.trainer.utils import ensure_master_addr_port
+
+    held = []
+    for port in (29500, 23456, 12355, 12345):  # TRL's list: a run holding its first free one
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("", port))
+        except OSError:
+            s.close()
+            continue
+        s.listen()
+        held.append(s)
+        break
+    try:
+        for key in ("MASTER_ADDR", "MASTER_PORT"):
+            monkeypatch.delenv(key, raising=False)
+        single_process_rendezvous()
+        ours = int(os.environ["MASTER_PORT"])
+        assert ours not in (29500, 23456, 12355, 12345)  # TRL would take the next port of its list
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as check:
+            check.bind(("", ours))  # free now: the probe released it
+        assert os.environ["MASTER_ADDR"] == "localhost"
+        ensure_master_addr_port()  # TRL keeps what is set
+        assert int(os.environ["MASTER_PORT"]) == ours
+        monkeypatch.setenv("MASTER_PORT", "41234")  # a launcher's port is kept
+        single_process_rendezvous()
+        assert os.environ["MASTER_PORT"] == "41234"
+        monkeypatch.setenv("MASTER_PORT", "auto")  # TRL's "choose one"
+        single_process_rendezvous()
+        assert os.environ["MASTER_PORT"].isdigit()
+    finally:
+        for s in held:
+            s.close()
 
 
 def test_the_layerwise_reload_is_used_only_where_it_takes_an_iterator():
