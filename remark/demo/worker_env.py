@@ -16,6 +16,7 @@ process started with :func:`worker_env`, which fixes, *before* any library start
 - polars' pool (``POLARS_MAX_THREADS``: polars reads it once, when it is first imported, which is why a
   stage cannot fix it from inside an already running ``remark`` process) and rayon's
   (``RAYON_NUM_THREADS``, used by the tokenizer trainer), with ``TOKENIZERS_PARALLELISM=false``;
+- glibc's allocator keeps freed memory for reuse (:data:`ALLOCATOR_ENV`), which changes the speed only;
 - ``PYTHONHASHSEED=0``, so even a set or dict of strings iterates in one order (none is known to
   matter: the test above also runs with two different hash seeds);
 - datasets and dataloaders in-process (``dataset_num_proc`` None, ``dataloader_num_workers`` 0, set in
@@ -56,14 +57,31 @@ FIXED_ENV: dict[str, str] = {
 }
 
 
+#: glibc malloc settings of every worker: no buffer gets a mapping of its own (threshold 4 GiB; only the
+#: environment can set it above 32 MiB, ``mallopt`` cannot) and freed memory is not given back to the
+#: system (trim threshold 4 GiB). By default glibc maps a buffer above its dynamic threshold (at most
+#: 32 MiB; a batch of the tiny model's logits is larger) fresh and unmaps it when freed, so every step
+#: pays the kernel to fault in and zero those pages again, as system time. ``python bench/allocator.py``
+#: measures what this saves (``bench/RESULTS.md``) and checks that the weights come out identical: the
+#: arithmetic is untouched (torch aligns every buffer to 64 bytes either way). A process keeps its peak
+#: heap until it exits.
+ALLOCATOR_ENV: dict[str, str] = {
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 32),
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 32),
+}
+
+
 def worker_env(threads: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a demo worker process: ``base`` (default ``os.environ``) with every thread
-    pool fixed to ``threads`` and the settings of :data:`FIXED_ENV`."""
+    pool fixed to ``threads``, the settings of :data:`FIXED_ENV` and the allocator's of
+    :data:`ALLOCATOR_ENV` (where ``base`` sets none of them)."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     env = dict(os.environ if base is None else base)
     env |= {name: str(threads) for name in THREAD_ENV}
     env |= FIXED_ENV
+    if not any(name in env for name in ALLOCATOR_ENV):  # a user's own malloc settings are kept
+        env |= ALLOCATOR_ENV
     return env
 
 
@@ -90,5 +108,9 @@ def thread_record() -> dict[str, Any]:
         "torch_intra_op": torch.get_num_threads(),
         "torch_inter_op": torch.get_num_interop_threads(),
         "polars": pl.thread_pool_size(),
-        "env": {name: os.environ.get(name) for name in (*THREAD_ENV, *FIXED_ENV) if name != "HF_HUB_OFFLINE"},
+        "env": {
+            name: os.environ.get(name)
+            for name in (*THREAD_ENV, *FIXED_ENV, *ALLOCATOR_ENV)
+            if name != "HF_HUB_OFFLINE"
+        },
     }

@@ -77,6 +77,9 @@ def test_worker_env_fixes_every_pool_and_apply_threads_refuses_without_it(monkey
     assert all(env[name] == "3" for name in THREAD_ENV)
     assert env["PATH"] == "/bin" and env["PYTHONHASHSEED"] == "0" and env["TOKENIZERS_PARALLELISM"] == "false"
     assert env["MKL_DYNAMIC"] == "FALSE"
+    assert env["MALLOC_MMAP_THRESHOLD_"] == env["MALLOC_TRIM_THRESHOLD_"] == str(1 << 32)
+    own = worker_env(1, base={"MALLOC_TRIM_THRESHOLD_": "131072"})  # a user's own malloc settings stay
+    assert own["MALLOC_TRIM_THRESHOLD_"] == "131072" and "MALLOC_MMAP_THRESHOLD_" not in own
     with pytest.raises(ValueError, match="threads"):
         worker_env(0)
     monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
