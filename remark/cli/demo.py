@@ -2,7 +2,7 @@
 
 Examples::
 
-    remark demo                                   # real ProtoQA, shipped in the package: about 10 minutes
+    remark demo                                   # real ProtoQA, shipped in the package: about 8 minutes
     remark demo --fast --out runs/demo_fast       # tiny everything, under a minute (numbers meaningless)
     remark demo --data protoqa --data-dir protoqa-data/data/dev/dev.scraped.jsonl --out runs/demo_protoqa
                                                   # another copy of ProtoQA's scraped dev file

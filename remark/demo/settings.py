@@ -148,8 +148,8 @@ def default_settings(
         raise InputError(f"unknown data {data!r}", field="--data", hint=f"one of {', '.join(DATA_CHOICES)}")
     s = DemoSettings(data=data, seed=seed, data_dir=str(data_dir) if data_dir is not None else None)
     if data == "protoqa":
-        # sized by measuring (experiments/RESULTS.md, "The demo's budget"): about 10 minutes on 2 quiet
-        # cores, warm-up 5 min (448 SFT steps, 2 threads), one RL seed per method 3.6 min, test 1.4 min
+        # sized by measuring (experiments/RESULTS.md, "The demo's budget"): a warm-up of 448 SFT steps at
+        # 2 threads, one RL seed per method, 32 sampled test lists per question; under ten minutes
         s = dataclasses.replace(
             s,
             k=10,
