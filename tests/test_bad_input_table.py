@@ -493,8 +493,12 @@ def materialise(case: Case, world: Path, tmp: Path) -> list[str]:
 def check(case: Case, code: int, out: str, err: str) -> None:
     assert "Traceback" not in err and "Traceback" not in out, err
     assert code == 2, f"exit {code}\nstdout: {out[-2000:]}\nstderr: {err[-2000:]}"
-    last = err.strip().splitlines()[-1]
+    lines = err.strip().splitlines()
+    last = lines[-1]
     assert last.startswith("remark ") and ": error: " in last, err
+    assert not any(line.startswith("usage:") for line in lines), (
+        err
+    )  # bad flags too: one line, no usage block
     for fragment in case.expect:
         assert fragment in last, f"{fragment!r} not in {last!r}"
 

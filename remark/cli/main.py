@@ -12,7 +12,8 @@ file, row and field; the boundary only prints it. Exit statuses:
 - ``0``: done;
 - ``2``: the user's input is wrong (a file, a config field, a flag): one line
   ``remark CMD: error: FILE, row N, field 'F': what is wrong (what to do)``, no traceback. Bad flags
-  (argparse) also exit 2, with the usage line. An ``OSError`` that names a file (permission denied, not a
+  (argparse: a missing or unknown flag, a value out of its range) also exit 2 with one line, which points
+  to the command's ``--help`` instead of printing the usage block. An ``OSError`` that names a file (permission denied, not a
   directory, disk full) is the user's environment, not a bug: reported the same way. ``REMARK_DEBUG=1``
   adds the traceback to these, for whoever debugs the check itself;
 - ``1``: a bug in remark (any other exception). A bug is not the user's fault and its traceback is what a
@@ -64,8 +65,17 @@ EPILOG = (
 )
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line, like every other bad input: ``remark eval score:
+    error: argument --seed: '-1' is out of range: ... (see remark eval score --help)``, exit 2. Subparsers
+    inherit the class (argparse creates them with ``type(parent)``)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USER, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="remark",
         description="Rank-level RL for LLM recommenders: build pooled datasets, train ReMaRk / Rank-GRPO, "
         "evaluate with CIs, plan compute.",

@@ -4,8 +4,8 @@
 mapping field (``build_tiny.n_requests``, ``build_tiny.spec.hidden_size``), or a flag (``--seed``; a flag
 whose range depends on the command is spelled with it: ``eval --k``). Config values are checked by
 :func:`check_ranges` (after the types, ``remark.config.fieldtypes``, before any model loads); flags get
-their argparse type from :func:`flag_type`, so a bad value is refused by argparse (exit 2, the usage line
-and one line naming the flag, the value and the range) before a command starts. Other parsers of
+their argparse type from :func:`flag_type`, so a bad value is refused by argparse (exit 2, one line naming
+the flag, the value and the range) before a command starts. Other parsers of
 numbers (``--split-fractions``, ``--candidates``, ``--curve``) call :func:`check_number`.
 
 Each bound says why where the failure it prevents is late or silent: ``temperature: 0`` divides TRL's
