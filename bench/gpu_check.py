@@ -21,7 +21,7 @@ runs with the spread (min, max, and the interquartile range), the ratio remark /
 (``torch.cuda.max_memory_allocated``, reset before each run). Memory is in GiB (2^30 bytes), the unit of a
 card's label ("80 GB") and of ``remark plan-group-size --memory-budget``.
 
-Scoring, two numbers (issue 13): ``score_wait_s`` is what the step waits for scoring, the duration of the
+Scoring, two numbers: ``score_wait_s`` is what the step waits for scoring, the duration of the
 reward call (``RankReward.__call__``: the serial ``RankScorer.score``, or with ``--scoring-workers N``
 the rest of the pool's work after generation and TRL's own work before the reward call, plus the join);
 ``score_work_s`` is the scoring work, wherever it ran: the serial score call, or the slowest pool

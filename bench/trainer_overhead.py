@@ -1,6 +1,6 @@
 """Step time of ``RemarkGRPOTrainer`` (rank advantages) / TRL's plain ``GRPOTrainer`` on the same tiny model.
 
-Run by hand (not a test; issue 5's goal is a ratio <= 1.10):
+Run by hand (not a test; the target is a ratio <= 1.10):
 
     python bench/trainer_overhead.py [--reps 5] [--steps 3] [--warmup 1] [--threads 2] \
         [--prompts 16] [--group-size 8] [--max-completion-length 128] [--k 10] [--sft-steps 60] \

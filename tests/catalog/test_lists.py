@@ -1,4 +1,4 @@
-"""``catalog.lists`` (the batch parser the scorer reads) gives ``parse_list``'s lines, and issue 13's
+"""``catalog.lists`` (the batch parser the scorer reads) gives ``parse_list``'s lines, and the
 guards in ``normalize_title`` / ``subtitle_heads`` change no key: each is checked against the code it
 replaced (frozen here) on hand-written and generated inputs."""
 

@@ -1,5 +1,5 @@
 """``encode_rows`` builds a request's part of the code space once per run of rows with equal request
-columns (issue 13) and copies it: the tables must be those of building every row on its own."""
+columns and copies it: the tables must be those of building every row on its own."""
 
 from __future__ import annotations
 

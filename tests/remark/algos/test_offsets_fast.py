@@ -1,4 +1,4 @@
-"""``TokenOffsetMapper`` (issue 13: Rust decode, numpy offsets, the byte-level concatenation shortcut)
+"""``TokenOffsetMapper`` (Rust decode, numpy offsets, the byte-level concatenation shortcut)
 gives the texts and offsets of the per-token loop (``remark.oracles.token_loops.LoopOffsetMapper``)."""
 
 from __future__ import annotations
