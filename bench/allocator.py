@@ -1,8 +1,10 @@
-"""The demo's stage processes with glibc's default allocator / with ``remark.demo.worker_env.ALLOCATOR_ENV``.
+"""The demo's stage processes with and without one of ``remark.demo.worker_env``'s settings: glibc's allocator
+thresholds (``--setting allocator``, ``ALLOCATOR_ENV``) or the kernels' instruction set pinned to AVX2
+(``--setting isa``, ``ISA_ENV``).
 
 Run by hand (not a test):
 
-    python bench/allocator.py [--reps 2] [--sft-epochs 2] [--rl-steps 25] \
+    python bench/allocator.py [--setting allocator|isa] [--reps 2] [--sft-epochs 2] [--rl-steps 25] \
         [--work-dir /tmp/remark_allocator] [--json OUT.json] [--force]
 
 What is compared. The two stages that take most of ``remark demo``'s time, run as the demo runs them
@@ -12,14 +14,16 @@ What is compared. The two stages that take most of ``remark demo``'s time, run a
   (32 steps each) instead of 14;
 - ``rl``: one ReMaRk run (1 thread) of ``--rl-steps`` steps from that warm-up's model.
 
-Each is run in two environments that differ only in the allocator's variables: ``default`` (none of
-them: glibc maps every buffer above its dynamic threshold fresh and unmaps it when freed) and ``kept``
-(``ALLOCATOR_ENV``: no per-buffer mapping, no trimming). Repetitions are interleaved (ABBA), each run in a
+Each is run in two environments that differ only in the setting's variables: ``default`` (none of them;
+for the allocator, glibc maps every buffer above its dynamic threshold fresh and unmaps it when freed; for
+the instruction set, every library dispatches to the widest the CPU has) and ``kept`` (the setting's
+variables, as the demo's workers run). Repetitions are interleaved (ABBA), each run in a
 new folder; a step's time is the wall time between progress lines, the first ``--skip`` steps dropped.
 Per run: median step seconds, user and system CPU seconds and peak RSS of the process (``os.wait4``).
 The ratio default / kept is taken per repetition. ``identical``: the warm-up's and the RL run's weights
 (sha256 of ``model.safetensors``) agree across every run of both environments, i.e. the allocator
-changes the time and not a number.
+changes the time and not a number; for ``isa`` on a CPU wider than AVX2 the weights differ by design
+(that is what pinning is for), so ``identical`` is reported, not required.
 """
 
 from __future__ import annotations
@@ -40,27 +44,30 @@ from pathlib import Path
 from typing import Any
 
 from catalog.shared.outputs import JSON_FORMATS, atomic_file, atomic_write, check_output_file
-from remark.demo.runs import rl_jobs
+from remark.demo.runs import grid_jobs
 from remark.demo.settings import default_settings
-from remark.demo.worker_env import ALLOCATOR_ENV, worker_env
+from remark.demo.worker_env import ALLOCATOR_ENV, ISA_ENV, cpu_info, worker_env
 
 #: the ``catalog.shared.outputs.atomic_file`` kind of ``--json``.
 JSON_KIND = "bench-allocator"
 MODES = ("default", "kept")
+#: ``--setting`` -> the worker environment's variables it compares.
+SETTINGS = {"allocator": ALLOCATOR_ENV, "isa": ISA_ENV}
 
 
-def mode_env(mode: str, threads: int) -> dict[str, str]:
-    """``worker_env(threads)`` with (``kept``) or without (``default``) the allocator's variables."""
-    base = {k: v for k, v in os.environ.items() if k not in ALLOCATOR_ENV}
+def mode_env(mode: str, threads: int, setting: str = "allocator") -> dict[str, str]:
+    """``worker_env(threads)`` with (``kept``) or without (``default``) the variables of ``setting``."""
+    names = SETTINGS[setting]
+    base = {k: v for k, v in os.environ.items() if k not in names}
     env = worker_env(threads, base=base)
     if mode == "default":
-        for name in ALLOCATOR_ENV:
+        for name in names:
             env.pop(name, None)
     return env
 
 
 def run_job(
-    root: Path, name: str, kind: str, spec: dict[str, Any], threads: int, mode: str
+    root: Path, name: str, kind: str, spec: dict[str, Any], threads: int, mode: str, setting: str = "allocator"
 ) -> dict[str, Any]:
     """One ``remark.demo.worker`` job in ``root``: its result, step times and rusage."""
     folder = root / "logs" / name
@@ -73,7 +80,7 @@ def run_job(
             cwd=root,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=mode_env(mode, threads),
+            env=mode_env(mode, threads, setting),
         )
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -95,14 +102,15 @@ def sha256(path: Path) -> str:
 
 def one_rep(work: Path, mode: str, rep: int, a: argparse.Namespace) -> dict[str, Any]:
     s = default_settings("protoqa", steps=a.rl_steps)
-    s = dataclasses.replace(s, sft_epochs=a.sft_epochs, rl_seeds=(0,))
+    s = dataclasses.replace(s, sft_epochs=a.sft_epochs, rl_seeds=(0,), lr_grid=(2e-4,))
     root = work / f"{mode}-{rep}"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    warm = run_job(root, "warmup", "warmup", {"settings": dataclasses.asdict(s)}, s.warmup_threads, mode)
+    spec = {"settings": dataclasses.asdict(s)}
+    warm = run_job(root, "warmup", "warmup", spec, s.warmup_threads, mode, a.setting)
     data_dir, sft_dir = Path(warm["result"]["data_dir"]), Path(warm["result"]["sft_model"])
-    job = next(j for j in rl_jobs(s, data_dir, sft_dir) if j.name.startswith("remark"))
-    rl = run_job(root, job.name, job.kind, job.spec, job.threads, mode)
+    job = next(j for j in grid_jobs(s, data_dir, sft_dir) if j.name.startswith("remark"))
+    rl = run_job(root, job.name, job.kind, job.spec, job.threads, mode, a.setting)
     out_dir = root / job.spec["config"]["output_dir"]
     return {
         "warmup": warm | {"sha256": sha256(root / sft_dir / "model.safetensors")},
@@ -130,6 +138,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]], skip: int) -> dict[str, Any
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--setting", choices=sorted(SETTINGS), default="allocator", help="what is compared")
     ap.add_argument("--reps", type=int, default=2, help="repetitions per environment (ABBA order)")
     ap.add_argument("--sft-epochs", type=float, default=2.0, help="warm-up passes (32 steps each)")
     ap.add_argument("--rl-steps", type=int, default=25, help="ReMaRk steps from the warm-up")
@@ -151,12 +160,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     doc = {
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
         "settings": vars(a),
-        "allocator_env": ALLOCATOR_ENV,
+        "compared_env": SETTINGS[a.setting],
         "results": summarize(runs, a.skip),
         "load_before": load_before,
         "load_after": os.getloadavg(),
         "wall_s": time.perf_counter() - t0,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "cpu": cpu_info(),
     }
     for stage, r in doc["results"].items():
         med = {m: statistics.median(r[m]["step_s"]) for m in MODES}

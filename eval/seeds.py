@@ -32,6 +32,9 @@ from eval.steps import first_crossing, read_eval_log, read_step_values
 from eval.views import weights_for
 
 
+#: Baseline values steps-to-reach can target: its last validation value, or its best.
+TARGETS = ("final", "best")
+
 def seed_spread_S(values_S: Sequence[float], level: float = 0.95) -> dict[str, Any]:
     """Mean, SD, range and t-interval of S per-seed values.
 
@@ -197,18 +200,31 @@ def pooled_curve(runs: Sequence[Path], key: str, config: BootstrapConfig) -> dic
 
 
 def pooled_steps_to_reach(
-    runs: Sequence[Path], baselines: Sequence[Path], key: str, config: BootstrapConfig
+    runs: Sequence[Path],
+    baselines: Sequence[Path],
+    key: str,
+    config: BootstrapConfig,
+    *,
+    target: str = "final",
 ) -> dict[str, Any]:
     """Steps-to-reach on the seed-averaged curves: the first (interpolated) validation step at which the
-    runs' mean curve reaches the baselines' mean value at their last step, as a fraction of that step.
+    runs' mean curve reaches the baselines' mean value at the target step, as a fraction of that step.
 
-    As ``eval.steps.steps_to_reach`` for one pair, with every per-request value summed over seeds first;
-    the percentile bootstrap resamples validation requests, recomputing the whole curve and the target.
+    ``target``: ``final`` is the baselines' last validation step; ``best`` the step where their mean curve
+    peaks (first of ties). As ``eval.steps.steps_to_reach`` for one pair, with every per-request value summed
+    over seeds first; the percentile bootstrap resamples validation requests, recomputing the whole curve
+    and the target value (at the fixed target step).
     """
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     steps = validation_steps([*runs, *baselines], key)
     last = steps[-1]
+    if target == "best":
+        num, den = _run_sums(baselines, key, steps)
+        curve = num.sum(axis=0) / den.sum(axis=0)
+        last = steps[int(np.argmax(curve))]
     if last <= 0:
-        raise ValueError("steps-to-reach needs a validation after step 0")
+        raise ValueError("steps-to-reach needs a validation target after step 0")
     num_a, den_a = _run_sums(runs, key, steps)
     num_b, den_b = _run_sums(baselines, key, [last])
     t = len(steps)
@@ -232,4 +248,5 @@ def pooled_steps_to_reach(
         "reached": bool(np.isfinite(fraction)),
         "n_requests": int(num_b.shape[0]),
         "n_seeds": len(runs),
+        "target": target,
     }

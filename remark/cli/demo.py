@@ -2,7 +2,7 @@
 
 Examples::
 
-    remark demo                                   # real ProtoQA, shipped in the package: about 8 minutes
+    remark demo                                   # real ProtoQA, shipped in the package: about 10 minutes
     remark demo --fast --out runs/demo_fast       # tiny everything, under a minute (numbers meaningless)
     remark demo --data protoqa --data-dir protoqa-data/data/dev/dev.scraped.jsonl --out runs/demo_protoqa
                                                   # another copy of ProtoQA's scraped dev file
@@ -60,8 +60,17 @@ def add_parser(subparsers) -> None:
         nargs="+",
         default=None,
         metavar="S",
-        help="RL seeds: one ReMaRk and one Rank-GRPO run each, all from the one warm-up (default: 0 on "
-        "ProtoQA, 0 1 2 on synthetic data)",
+        help="RL seeds, all from the one warm-up: the first runs the learning-rate grid, each further one a "
+        "ReMaRk and a Rank-GRPO run at the chosen rates (default 0)",
+    )
+    p.add_argument(
+        "--lr-grid",
+        type=flag_type("--lr-grid"),
+        nargs="+",
+        default=None,
+        metavar="LR",
+        help="learning rates tried per method on the first RL seed; each method's is chosen on the validation "
+        "questions before the test questions are read (default 1e-4 2e-4 4e-4)",
     )
     p.add_argument(
         "--threads",
@@ -81,6 +90,14 @@ def add_parser(subparsers) -> None:
         type=flag_type("--jobs"),
         default=None,
         help="stage processes at once (default 2); changes the time only",
+    )
+    p.add_argument(
+        "--settings",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a YAML file of demo settings (remark.demo.settings.DemoSettings fields) over the data's "
+        "defaults; flags override it (e.g. experiments/protoqa_cpu/heldout.yaml)",
     )
     p.add_argument("--fast", action="store_true", help="tiny settings for a smoke run (seconds)")
     p.add_argument("--sequential", action="store_true", help="one stage process at a time (--jobs 1)")
@@ -103,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         data_dir=args.data_dir,
         rl_seeds=args.seeds,
+        lr_grid=args.lr_grid,
+        settings_file=args.settings,
         threads=args.threads,
         warmup_threads=args.warmup_threads,
         jobs=1 if args.sequential else args.jobs,
@@ -121,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
             cell = across["models"][m][mode]["per_responder"]["requests"]
             label = "SFT start" if m == "sft" else summary["runs"][m]["label"]
             console.print(
-                f"{label:<10} test recall@{k} per responder ({mode}, {seeds}): {cell['mean']:.3f} "
-                f"[{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]",
+                f"{label:<10} test recall@{k} per responder ({mode}, {seeds}): {_num(cell['mean'])} "
+                f"[{_num(cell['ci_low'])}, {_num(cell['ci_high'])}]",
                 markup=False,
             )
         d = across["paired"]["remark_vs_rank_grpo"][mode]["per_responder"]
@@ -140,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"finished in {summary['timing']['total_s'] / 60:.1f} min")
     console.print(f"report: {args.out / 'report.md'}", soft_wrap=True)  # a long path stays one line
     return 0
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
 
 
 def _pts(x: float | None) -> str:

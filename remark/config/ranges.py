@@ -231,6 +231,7 @@ RANGES: dict[str, Bound] = {
     "--threads": INT_1,
     "--warmup-threads": INT_1,
     "--jobs": INT_1,
+    "--lr-grid": Bound(0, 1, low_open=True, high_open=True, why="learning rates tried per method"),
 }
 
 

@@ -71,25 +71,39 @@ def evaluate_models(
     return results
 
 
-def test_models(s: DemoSettings) -> dict[str, Path]:
-    """Evaluation name -> model folder (relative to the demo folder): the SFT start, then every run's best."""
+def test_models(s: DemoSettings, chosen: dict[str, float]) -> dict[str, Path]:
+    """Evaluation name -> model folder (relative to the demo folder): the SFT start, then the best checkpoint
+    of every seed's run at its method's chosen rate (``remark.demo.runs.choose_rates``)."""
     models = {"sft": Path("sft_model")}
     for seed in s.rl_seeds:
         for m in METHODS:
-            models[run_name(m, seed)] = run_dir(m, seed) / "best"
+            models[run_name(m, seed)] = run_dir(m, seed, chosen[m]) / "best"
     return models
 
 
-def eval_jobs(s: DemoSettings, data_dir: Path) -> list[Job]:
-    """The test evaluations split over ``s.jobs`` processes (round robin; the order changes no number)."""
-    models = list(test_models(s).items())
-    n = max(1, min(s.jobs, len(models)))
-    groups = [dict(models[i::n]) for i in range(n)]
-    spec = {"settings": dataclasses.asdict(s), "data_dir": str(data_dir), "out": "eval"}
-    return [
-        Job(f"eval-{i}", "eval", spec | {"models": {k: str(v) for k, v in g.items()}}, threads=s.threads)
-        for i, g in enumerate(groups)
-    ]
+#: Test sets: name -> folder of its evaluations inside the demo folder.
+TEST_SETS = {"test": "eval", "crowd": "eval_crowd"}
+
+
+def eval_jobs(s: DemoSettings, data_dirs: dict[str, Path], chosen: dict[str, float]) -> list[Job]:
+    """The test evaluations of every test set (``data_dirs``: name -> dataset, see :data:`TEST_SETS`) split
+    over ``s.jobs`` processes (round robin; the order changes no number). The only reads of a test split."""
+    jobs = []
+    for name, data_dir in data_dirs.items():
+        models = list(test_models(s, chosen).items())
+        n = max(1, min(s.jobs, len(models)))
+        groups = [dict(models[i::n]) for i in range(n)]
+        spec = {"settings": dataclasses.asdict(s), "data_dir": str(data_dir), "out": TEST_SETS[name]}
+        jobs += [
+            Job(
+                f"eval-{name}-{i}",
+                "eval",
+                spec | {"models": {k: str(v) for k, v in g.items()}},
+                threads=s.threads,
+            )
+            for i, g in enumerate(groups)
+        ]
+    return jobs
 
 
 def _key(s: DemoSettings, view: str) -> str:
@@ -185,10 +199,11 @@ def across_seeds(eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any
     return {"metric": metric, "models": models, "paired": diffs}
 
 
-def validation_results(s: DemoSettings, out: Path) -> dict[str, Any]:
-    """Per validation lists (sampled first): steps-to-reach per seed and on the seed-averaged curves, both
-    ways, and the curves (per seed from the eval logs; seed-averaged with bootstrap bands)."""
-    from eval.seeds import pooled_curve, pooled_steps_to_reach
+def validation_results(s: DemoSettings, out: Path, chosen: dict[str, float]) -> dict[str, Any]:
+    """Per validation lists (sampled first), for the runs at the chosen rates: steps-to-reach per seed and on
+    the seed-averaged curves, both ways, against the other method's final *and* best validation value; and
+    the curves (per seed from the eval logs; seed-averaged with bootstrap bands)."""
+    from eval.seeds import TARGETS, pooled_curve, pooled_steps_to_reach
     from eval.steps import CURVE_CI, REACH_CI, read_eval_log, steps_to_reach
 
     reach_cfg = dataclasses.replace(REACH_CI, n_resamples=s.ci_resamples, seed=s.seed)
@@ -196,23 +211,25 @@ def validation_results(s: DemoSettings, out: Path) -> dict[str, Any]:
         CURVE_CI, n_resamples=min(CURVE_CI.n_resamples, s.ci_resamples), seed=s.seed
     )
     key = s.greedy_metric  # the eval log's name of the metric, in greedy and sampled logs alike
+    directions = {"remark_reaches_rank_grpo": ("remark", "rank_grpo"), "rank_grpo_reaches_remark": ("rank_grpo", "remark")}
     results: dict[str, Any] = {}
     for lists, (sub, metric) in s.validation_logs().items():
-        runs = {m: [out / run_dir(m, seed) / sub for seed in s.rl_seeds] for m in METHODS}
-        per_seed = {}
+        runs = {m: [out / run_dir(m, seed, chosen[m]) / sub for seed in s.rl_seeds] for m in METHODS}
+        per_seed: dict[str, Any] = {}
         for i, seed in enumerate(s.rl_seeds):
-            a, b = runs["remark"][i], runs["rank_grpo"][i]
             per_seed[f"seed{seed}"] = {
-                "remark_reaches_rank_grpo": steps_to_reach(a, b, key=key, config=reach_cfg),
-                "rank_grpo_reaches_remark": steps_to_reach(b, a, key=key, config=reach_cfg),
+                name: {
+                    target: _reach(steps_to_reach, runs[a][i], runs[b][i], key, reach_cfg, target, read_eval_log)
+                    for target in TARGETS
+                }
+                for name, (a, b) in directions.items()
             }
         pooled = {
-            "remark_reaches_rank_grpo": pooled_steps_to_reach(
-                runs["remark"], runs["rank_grpo"], key, reach_cfg
-            ),
-            "rank_grpo_reaches_remark": pooled_steps_to_reach(
-                runs["rank_grpo"], runs["remark"], key, reach_cfg
-            ),
+            name: {
+                target: _pooled_reach(pooled_steps_to_reach, runs[a], runs[b], key, reach_cfg, target)
+                for target in TARGETS
+            }
+            for name, (a, b) in directions.items()
         }
         curves = {}
         for m in METHODS:
@@ -226,3 +243,31 @@ def validation_results(s: DemoSettings, out: Path) -> dict[str, Any]:
             }
         results[lists] = {"metric": metric, "pooled": pooled, "per_seed": per_seed, "curves": curves}
     return results
+
+
+def _start_target(target: str) -> dict[str, Any]:
+    return {
+        "target": target,
+        "reached": None,
+        "undefined": "the other method's best validation value is at step 0, its start: nothing to reach",
+    }
+
+
+def _reach(steps_to_reach, a: Path, b: Path, key: str, cfg, target: str, read_eval_log) -> dict[str, Any]:
+    """``eval.steps.steps_to_reach`` of ``a`` against ``b``'s final or best validation value."""
+    step = None
+    if target == "best":
+        log = [r for r in read_eval_log(b) if key in r]
+        step = max(log, key=lambda r: (float(r[key]), -r["step"]))["step"]
+        if step <= 0:
+            return _start_target(target)
+    return {"target": target, **steps_to_reach(a, b, key=key, baseline_step=step, config=cfg)}
+
+
+def _pooled_reach(pooled_steps_to_reach, a: list[Path], b: list[Path], key: str, cfg, target: str) -> dict[str, Any]:
+    try:
+        return pooled_steps_to_reach(a, b, key, cfg, target=target)
+    except ValueError as err:
+        if "after step 0" in str(err):
+            return _start_target(target)
+        raise

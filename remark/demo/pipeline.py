@@ -30,15 +30,24 @@ import numpy as np
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import OUTPUT_MARKER, atomic_dir, atomic_write
 from catalog.shared.versions import package_versions
-from remark.demo.evaluation import across_seeds, eval_jobs, per_seed_pairs, test_models, validation_results
+from remark.demo.evaluation import (
+    TEST_SETS,
+    across_seeds,
+    eval_jobs,
+    per_seed_pairs,
+    test_models,
+    validation_results,
+)
 from remark.demo.jobs import Job, run_jobs
 from remark.demo.plots import plot_validation
 from remark.demo.report import headline_block, report_markdown, report_notes
-from remark.demo.runs import rl_jobs, run_dir, run_name, train_diagnostics
+from remark.demo.runs import choose_rates, grid_jobs, job_name, seed_jobs, train_diagnostics
 from remark.demo.settings import METHODS, DemoSettings
 
 KIND = "demo"
 SETTINGS_FILE = "demo_settings.json"
+#: The learning rate chosen per method on validation, written before any test split is read.
+TUNING_FILE = "tuning.json"
 #: Top-level summary keys that depend on the machine and its load, not on the settings.
 MACHINE_KEYS = ("timing", "machine")
 
@@ -116,14 +125,12 @@ def run_demo(
 
 def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: bool) -> dict[str, Any]:
     import polars as pl
-    import torch
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from data_prep.dataset import load_dataset
-    from eval.baselines import reference_levels
 
     columns = (
-        TextColumn("{task.description:<24}"),
+        TextColumn("{task.description:<28}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -146,26 +153,37 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
         stages["data + model + SFT"] = time.monotonic() - t
         data_dir, sft_dir = Path(w["data_dir"]), Path(w["sft_model"])
 
-        t = time.monotonic()
-        rl = rl_jobs(s, data_dir, sft_dir)
-        tasks = {j.name: bar.add_task(_label(j.name), total=s.steps, info="") for j in rl}
+        def rl_round(jobs: list[Job]) -> None:
+            tasks = {j.name: bar.add_task(_label(j.name), total=s.steps, info="") for j in jobs}
 
-        def rl_step(job: Job, rec: dict[str, Any]) -> None:
-            info = f"reward {rec.get('reward', float('nan')):.2f}"
-            if "train/zero_signal_frac" in rec:
-                info += f", flat groups {rec['train/zero_signal_frac']:.0%}"
-            bar.update(tasks[job.name], completed=rec["step"], info=info)
+            def rl_step(job: Job, rec: dict[str, Any]) -> None:
+                info = f"reward {rec.get('reward', float('nan')):.2f}"
+                if "train/zero_signal_frac" in rec:
+                    info += f", flat groups {rec['train/zero_signal_frac']:.0%}"
+                bar.update(tasks[job.name], completed=rec["step"], info=info)
 
-        jobs_done |= run_jobs(rl, root, slots=s.jobs, on_progress=rl_step)
-        stages["RL runs"] = time.monotonic() - t
-        for j in rl:
-            bar.update(tasks[j.name], completed=s.steps)
-            if not (root / run_dir(*_method_seed(j.name)) / "best" / "config.json").is_file():
-                raise RuntimeError(f"{j.name} wrote no best checkpoint")
+            jobs_done.update(run_jobs(jobs, root, slots=s.jobs, on_progress=rl_step))
+            for j in jobs:
+                bar.update(tasks[j.name], completed=s.steps)
+                if not (root / j.spec["config"]["output_dir"] / "best" / "config.json").is_file():
+                    raise RuntimeError(f"{j.name} wrote no best checkpoint")
 
         t = time.monotonic()
-        evals = eval_jobs(s, data_dir)
-        task = bar.add_task("test evaluation", total=len(test_models(s)), info="")
+        rl_round(grid_jobs(s, data_dir, sft_dir))
+        tuning = _tuning(s, jobs_done)
+        chosen = {m: tuning[m]["chosen"] for m in METHODS}
+        with atomic_write(root / TUNING_FILE) as f:  # frozen before any test split is read
+            f.write_text(json.dumps(tuning, indent=2) + "\n")
+        stages["RL: learning-rate grid"] = time.monotonic() - t
+        if len(s.rl_seeds) > 1:
+            t = time.monotonic()
+            rl_round(seed_jobs(s, data_dir, sft_dir, chosen))
+            stages["RL: further seeds"] = time.monotonic() - t
+
+        t = time.monotonic()
+        test_dirs = {"test": data_dir} | ({"crowd": Path(w["crowd_dir"])} if w.get("crowd_dir") else {})
+        evals = eval_jobs(s, test_dirs, chosen)
+        task = bar.add_task("test evaluation", total=len(test_models(s, chosen)) * len(test_dirs), info="")
         progress_by_job: dict[str, int] = {}
 
         def eval_step(job: Job, rec: dict[str, Any]) -> None:
@@ -173,10 +191,26 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
             bar.update(task, completed=sum(progress_by_job.values()))
 
         jobs_done |= run_jobs(evals, root, slots=s.jobs, on_progress=eval_step)
-        results = {name: r for j in evals for name, r in jobs_done[j.name]["result"].items()}
-        pairs = per_seed_pairs(root / "eval", s)
-        seeds = across_seeds(root / "eval", s, pairs)
-        validation = validation_results(s, root)
+        tests: dict[str, Any] = {}
+        for name, test_dir in test_dirs.items():
+            folder = root / TEST_SETS[name]
+            results = {
+                model: r
+                for j in evals
+                if j.spec["out"] == TEST_SETS[name]
+                for model, r in jobs_done[j.name]["result"].items()
+            }
+            pairs = per_seed_pairs(folder, s)
+            tests[name] = {
+                "data_dir": str(test_dir),
+                "models": {
+                    model: {"greedy": _cells(r), "sampled": _cells(r["sampled"]) if "sampled" in r else None}
+                    for model, r in results.items()
+                },
+                "paired": pairs,
+                "across_seeds": across_seeds(folder, s, pairs),
+            }
+        validation = validation_results(s, root, chosen)
         plots = {}
         for i, lists in enumerate(validation):
             plots[lists] = "curves.png" if i == 0 else f"curves_{lists}.png"
@@ -185,47 +219,53 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
 
     ds = load_dataset(root / data_dir)
     description, stats_line = _data_description(s, ds)
-    test_requests = ds.requests.filter(pl.col("split") == "test")
-    levels = reference_levels(test_requests, ds.catalog.df, s.k) if test_requests.height else None
-
-    def cells(res: dict[str, Any]) -> dict[str, Any]:
-        keep = ("n_requests", "per_responder", "union", "single_mention", "lists", "ci")
-        return {k: res[k] for k in keep if k in res}
+    train = ds.requests.filter(pl.col("split") == "train")
+    for name, test_dir in test_dirs.items():
+        test_ds = ds if test_dir == data_dir else load_dataset(root / test_dir)
+        requests = test_ds.requests.filter(pl.col("split") == "test")
+        tests[name]["reference_levels"] = _levels(requests, test_ds.catalog.df, train, s.k)
+        tests[name]["split_overlap"] = _overlap(train, requests)
+        tests[name]["n_requests"] = requests.height
+    valid = ds.requests.filter(pl.col("split") == "valid")
 
     runs: dict[str, Any] = {}
     for m in METHODS:
         runs[m] = {"label": METHODS[m][0], "reward_scheme": METHODS[m][1], "sampling": METHODS[m][2]}
         for seed in s.rl_seeds:
-            found = jobs_done[run_name(m, seed)]["result"]["best"]
+            found = jobs_done[job_name(m, seed, chosen[m])]["result"]["best"]
             runs[m][f"seed{seed}"] = {
+                "learning_rate": chosen[m],
                 "best_step": found["step"] if found else None,
                 "best_value": found["value"] if found else None,
-                "train": train_diagnostics(root / "logs" / run_name(m, seed)),
+                "train": train_diagnostics(root / "logs" / job_name(m, seed, chosen[m])),
             }
     sft = {k: v for k, v in w["sft"].items() if k != "wall_s"}
+    primary = tests["test"]
     return {
         "settings": dataclasses.asdict(s),
         "metric": s.metric,
+        "protocol": {
+            "split": "by request" if s.data == "synthetic" else "by question",
+            "test_requests_in_train": primary["split_overlap"]["near_duplicate_prompt"],
+            "valid_overlap": _overlap(train, valid),
+            "test_read_by": "the final evaluation only, after tuning.json was written",
+            "tuning": tuning,
+        },
         "data": {"dir": str(data_dir), "description": description, "stats_line": stats_line},
         "model": {"parameters": _n_params(root / w["base_model"]), "vocab": _vocab(root / w["base_model"])},
         "sft": sft,
         "threads": _threads(s, jobs_done),
         "runs": runs,
-        "test": {
-            name: {"greedy": cells(r), "sampled": cells(r["sampled"]) if "sampled" in r else None}
-            for name, r in results.items()
-        },
-        "paired": pairs,
-        "across_seeds": seeds,
-        "reference_levels": levels,
+        "test": primary["models"],
+        "paired": primary["paired"],
+        "across_seeds": primary["across_seeds"],
+        "reference_levels": primary["reference_levels"],
+        "split_overlap": primary["split_overlap"],
+        "test_sets": {name: v for name, v in tests.items() if name != "test"},
         "validation": validation,
         "versions": package_versions(),
-        "files": {"report": "report.md", "plots": plots, "summary": "summary.json"},
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-        },
+        "files": {"report": "report.md", "plots": plots, "summary": "summary.json", "tuning": TUNING_FILE},
+        "machine": machine_record(jobs_done),
         "timing": {
             "stages": stages,
             "jobs": {name: {"wall_s": d["wall_s"], "cpu_s": d["cpu_s"]} for name, d in jobs_done.items()},
@@ -235,14 +275,74 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
     }
 
 
-def _method_seed(name: str) -> tuple[str, int]:
-    method, seed = name.rsplit("-seed", 1)
-    return method, int(seed)
+def _cells(res: dict[str, Any]) -> dict[str, Any]:
+    keep = ("n_requests", "per_responder", "union", "single_mention", "lists", "ci")
+    return {k: res[k] for k in keep if k in res}
+
+
+def _tuning(s: DemoSettings, jobs_done: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per method: the grid, each rate's best validation value and step (the runs' ``best``), the choice."""
+    seed = s.rl_seeds[0]
+    out: dict[str, Any] = {}
+    best: dict[str, dict[float, float | None]] = {}
+    for m in METHODS:
+        found = {lr: jobs_done[job_name(m, seed, lr)]["result"]["best"] for lr in s.lr_grid}
+        best[m] = {lr: (f["value"] if f else None) for lr, f in found.items()}
+        out[m] = {
+            "grid": list(s.lr_grid),
+            "seed": seed,
+            "steps": s.steps,
+            "metric": s.metric,
+            "validation": [
+                {"learning_rate": lr, "best_value": f["value"] if f else None, "best_step": f["step"] if f else None}
+                for lr, f in found.items()
+            ],
+        }
+    for m, lr in choose_rates(best).items():
+        out[m]["chosen"] = lr
+    return out
+
+
+def _levels(requests, catalog, train, k: int) -> dict[str, Any]:
+    from eval.baselines import reference_levels
+
+    return reference_levels(requests, catalog, k, train=train) if requests.height else {}
+
+
+def _overlap(train, requests) -> dict[str, Any]:
+    from eval.leakage import split_overlap
+
+    import polars as pl
+
+    both = pl.concat(
+        [train.with_columns(split=pl.lit("train")), requests.with_columns(split=pl.lit("test"))], how="diagonal_relaxed"
+    )
+    return split_overlap(both, test_split="test", train_split="train")
+
+
+def machine_record(jobs_done: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The host: CPU model, its vector instruction sets, and the kernels torch ran in the stage processes."""
+    import torch
+
+    from remark.demo.worker_env import cpu_info
+
+    rec: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        **cpu_info(),
+    }
+    if jobs_done:
+        caps = sorted({d["threads"].get("cpu_capability") for d in jobs_done.values() if d.get("threads")} - {None})
+        rec["stage_cpu_capability"] = caps
+    return rec
 
 
 def _label(name: str) -> str:
-    method, seed = _method_seed(name)
-    return f"{METHODS[method][0]} seed {seed}"
+    """``remark-lr2e-04-seed0`` -> ``ReMaRk lr 2e-04 seed 0``."""
+    rest, seed = name.rsplit("-seed", 1)
+    method, lr = rest.rsplit("-lr", 1)
+    return f"{METHODS[method][0]} lr {lr} seed {seed}"
 
 
 def _threads(s: DemoSettings, jobs_done: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -292,7 +392,7 @@ def _data_description(s: DemoSettings, ds) -> tuple[str, str]:
             f"or, with probability {offbeat}, an offbeat favourite from anywhere"
         )
         return "the embedded synthetic multi-responder world", line
-    return "ProtoQA scraped dev (held-out respondents of the same questions)", line
+    return "ProtoQA dev (scraped questions split by question; none of the test questions trained on)", line
 
 
 def _vocab(model_dir: Path) -> int:

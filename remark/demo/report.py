@@ -48,19 +48,33 @@ def _side(cell: dict[str, Any]) -> int:
     return 1 if lo > 0 else -1 if hi < 0 else 0
 
 
-def verdict(diff: dict[str, Any], a: str, b: str) -> str:
-    """Resolved only when the seed interval and the request interval exclude 0 on the same side; with one
-    RL seed (no seed interval) on the request interval alone, saying what it leaves out."""
-    seeds, reqs = _side(diff["seeds"]), _side(diff["requests"])
+def resolution(diff: dict[str, Any]) -> int:
+    """The one meaning of "resolved": +1 / -1 when the difference is resolved above / below 0, else 0.
+
+    With one RL seed there is no seed interval: the 95% interval over requests must exclude 0. With several,
+    the t-interval over seeds *and* the interval over requests must both exclude 0, on the same side. The
+    headline (:func:`headline_block`) and every verdict read this function.
+    """
+    reqs = _side(diff["requests"])
     if diff["seeds"].get("n") == 1:
-        if reqs:
+        return reqs
+    seeds = _side(diff["seeds"])
+    return seeds if seeds == reqs else 0
+
+
+def verdict(diff: dict[str, Any], a: str, b: str) -> str:
+    """:func:`resolution` in words, saying which interval decided and what one seed leaves out."""
+    side = resolution(diff)
+    if diff["seeds"].get("n") == 1:
+        if side:
             return (
-                f"**resolved over requests: {a if reqs > 0 else b} is ahead** (the 95% interval over requests "
+                f"**resolved: {a if side > 0 else b} is ahead** (the 95% interval over requests "
                 "excludes 0; one RL seed, so training variance is not covered)"
             )
         return "**not resolved** (the 95% interval over requests contains 0)"
-    if seeds == reqs != 0:
-        return f"**resolved: {a if seeds > 0 else b} is ahead** (both 95% intervals exclude 0)"
+    if side:
+        return f"**resolved: {a if side > 0 else b} is ahead** (both 95% intervals exclude 0)"
+    seeds, reqs = _side(diff["seeds"]), _side(diff["requests"])
     which = [n for n, v in (("over seeds", seeds), ("over requests", reqs)) if v == 0]
     if seeds and reqs:  # both exclude 0, on opposite sides (cannot happen with a shared mean; kept honest)
         which = ["the two intervals disagree"]
@@ -86,16 +100,24 @@ def _points_line(diff: dict[str, Any], a: str, b: str, lists: str, k: int, n_req
     )
 
 
+TARGET_TEXT = {"final": "final", "best": "best"}
+
+
 def _reach_sentence(a: str, b: str, reach: dict[str, Any], start: float, pooled: bool) -> str:
+    target_name = TARGET_TEXT[reach.get("target", "final")]
+    if reach.get("undefined"):
+        return f"Against {b}'s {target_name} validation value: undefined ({reach['undefined']})."
     target = _num(reach["baseline_value"])
-    whose = f"{b}'s step-{reach['baseline_step']} value" + (" (mean of seeds)" if pooled else "")
+    whose = f"{b}'s {target_name} validation value (step {reach['baseline_step']}" + (
+        ", mean of seeds)" if pooled else ")"
+    )
     what = f"{whose}, {target:.3f},"
     if not reach.get("reached"):
         return f"{a} did not reach {what} within the run."
     f, lo, hi = _num(reach["fraction"]), _num(reach["ci_low"]), _num(reach["ci_high"])
     hi_s = "never, in some resamples" if not math.isfinite(hi) else f"{hi:.0%}"
     ci = f" (95% CI over validation requests [{lo:.0%}, {hi_s}])" if math.isfinite(lo) else ""
-    text = f"{a} reached {what} at step {_num(reach['step']):.1f}, {f:.0%} of the steps{ci}."
+    text = f"{a} reached {what} at step {_num(reach['step']):.1f}, {f:.0%} of {b}'s steps to it{ci}."
     if math.isfinite(start) and target <= start:
         text += f" The target is not above the shared start ({start:.3f}), so this says nothing about speed."
     return text
@@ -117,27 +139,27 @@ def _headline(summary: dict[str, Any]) -> list[str]:
             ]
     lists = next(iter(summary["validation"]))
     v = summary["validation"][lists]
-    pooled = v["pooled"]["remark_reaches_rank_grpo"]
     start = _num(v["curves"]["remark"]["pooled"]["mean"][0])
-    per_seed = ", ".join(
-        f"seed {name.removeprefix('seed')} "
-        + (
-            f"{_num(r['remark_reaches_rank_grpo']['fraction']):.0%}"
-            if r["remark_reaches_rank_grpo"]["reached"]
-            else "not reached"
-        )
-        for name, r in v["per_seed"].items()
-    )
+    lines += _protocol_lines(summary)
     lines += _scale_lines(summary)
-    lines += [
-        "## Steps to reach, on the validation split",
-        "",
-        f"On the seed-averaged validation curves ({lists} lists, per-responder recall@{k}): "
-        + _reach_sentence("ReMaRk", "Rank-GRPO", pooled, start, True)
-        + f" Per seed: {per_seed}.",
-        "",
-    ]
-    return lines
+    lines += ["## Steps to reach, on the validation questions", ""]
+    for target, pooled in v["pooled"]["remark_reaches_rank_grpo"].items():
+        per_seed = ", ".join(
+            f"seed {name.removeprefix('seed')} " + _fraction_text(r["remark_reaches_rank_grpo"][target])
+            for name, r in v["per_seed"].items()
+        )
+        lines += [
+            f"- Against the {target} value ({lists} lists, per-responder recall@{k}, seed-averaged curves): "
+            + _reach_sentence("ReMaRk", "Rank-GRPO", pooled, start, True)
+            + f" Per seed: {per_seed}.",
+        ]
+    return [*lines, ""]
+
+
+def _fraction_text(reach: dict[str, Any]) -> str:
+    if reach.get("undefined"):
+        return "undefined"
+    return f"{_num(reach['fraction']):.0%}" if reach["reached"] else "not reached"
 
 
 def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +178,7 @@ def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
     reqs, seeds = d["requests"], d["seeds"]
     lo, hi = _num(reqs["ci_low"]), _num(reqs["ci_high"])
     n_seeds, n_req = seeds["n"], summary["test"]["sft"]["greedy"]["n_requests"]
-    resolved = _side(reqs) != 0
+    resolved = resolution(d) != 0
     block: dict[str, Any] = {
         "data": s["data"],
         "metric": f"test per-responder recall@{s['k']}, {lists} lists",
@@ -166,6 +188,9 @@ def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
         "ci": [100 * lo, 100 * hi],
         "resolved": resolved,
         "interval": f"95% bootstrap over the {n_req} test requests, for these runs",
+        "resolved_means": "the interval over requests excludes 0 (one RL seed); with several seeds, it and the "
+        "t-interval over seeds both exclude 0 on the same side",
+        "protocol": _protocol_block(summary),
         "seeds": {
             "n": n_seeds,
             "differences": [100 * v for v in seeds["values"]],
@@ -181,11 +206,13 @@ def _headline_sentence(h: dict[str, Any], data: str, n_req: int) -> str:
     text = (
         f"On {data}: ReMaRk {h['remark']:.3f} vs Rank-GRPO {h['rank_grpo']:.3f} ({h['metric']}), a difference "
         f"of **{h['difference']:+.2f} points**, 95% CI over the {n_req} test requests [{lo:+.2f}, {hi:+.2f}]: "
-        + ("**resolved**." if h["resolved"] else "**not resolved** (the interval contains 0).")
+        + ("**resolved**." if h["resolved"] else "**not resolved**.")
     )
     seeds = h["seeds"]
     if seeds["n"] == 1:
         return text + " One RL seed: the interval covers which questions were drawn, not training variance."
+    if not h["resolved"] and h["ci"][0] * h["ci"][1] > 0:
+        text += " (The request interval excludes 0, the seed interval does not.)"
     per_seed = ", ".join(f"{v:+.2f}" for v in seeds["differences"])
     s_lo, s_hi = seeds["ci"]
     ci = f"[{s_lo:+.2f}, {s_hi:+.2f}]" if math.isfinite(s_lo) and math.isfinite(s_hi) else "n/a"
@@ -195,37 +222,126 @@ def _headline_sentence(h: dict[str, Any], data: str, n_req: int) -> str:
     )
 
 
-LEVEL_TEXT = {
-    "chance": "K random unseen catalog items (exact expectation)",
-    "popularity": "the K most popular unseen catalog items",
-    "genre_popularity": "the K most popular unseen items of the genre the request names",
-}
+def _level_text(name: str) -> str:
+    from eval.baselines import LEVELS
+
+    return LEVELS.get(name, name)
+
+
+def _protocol_block(summary: dict[str, Any]) -> dict[str, Any]:
+    """What makes the comparison hold: disjoint requests, and each method's rate chosen on validation."""
+    ov = summary.get("split_overlap") or {}
+    p = summary.get("protocol", {})
+    tuning = p.get("tuning", {})
+    return {
+        "split": p.get("split"),
+        "test_requests_in_train": ov.get("exact_prompt"),
+        "near_duplicate_test_prompts": ov.get("near_duplicate_prompt"),
+        "learning_rate": {
+            m: {
+                "grid": t["grid"],
+                "validation": {f"{r['learning_rate']:g}": r["best_value"] for r in t["validation"]},
+                "chosen": t["chosen"],
+            }
+            for m, t in tuning.items()
+        },
+    }
+
+
+def _protocol_lines(summary: dict[str, Any]) -> list[str]:
+    """The protocol in words: the split and its overlap check, the grid and the rates chosen on validation."""
+    from eval.leakage import overlap_lines
+
+    p = summary.get("protocol")
+    if not p:
+        return []
+    k = summary["settings"]["k"]
+    lines = ["## Protocol", ""]
+    lines += [f"- Split {p['split']}. " + " ".join(overlap_lines(summary["split_overlap"]))]
+    lines += [
+        f"- Learning rate per method chosen on the validation questions (best validation value of "
+        f"`{summary['metric']}` over a full run of {summary['settings']['steps']} steps, seed "
+        f"{next(iter(p['tuning'].values()))['seed']}), written to `tuning.json` before the test questions were "
+        "read; the test questions are read once, by the final evaluation:",
+        "",
+        "| method | " + " | ".join(f"lr {lr:g}" for lr in summary["settings"]["lr_grid"]) + " | chosen |",
+        "|---|" + "---|" * (len(summary["settings"]["lr_grid"]) + 1),
+    ]
+    for m, t in p["tuning"].items():
+        vals = [
+            f"{_num(r['best_value']):.3f} (step {r['best_step']})" if r["best_value"] is not None else "n/a"
+            for r in t["validation"]
+        ]
+        lines.append(f"| {LABELS[m]} | " + " | ".join(vals) + f" | {t['chosen']:g} |")
+    lines += ["", f"(validation per-responder recall@{k}, the value that also picks each run's checkpoint)", ""]
+    return lines
 
 
 def _scale_lines(summary: dict[str, Any]) -> list[str]:
-    """The test values of the SFT start and both methods beside the reference levels (``eval.baselines``)."""
+    """The SFT start and both methods, greedy and sampled, beside the reference levels (``eval.baselines``)."""
     levels = summary.get("reference_levels")
     if not levels:
         return []
     k, ev, seeds = summary["settings"]["k"], summary["test"], summary["across_seeds"]["models"]
-    ref = "; ".join(f"{LEVEL_TEXT[n]} {_num(v['per_responder']):.3f}" for n, v in levels.items())
-    got = ", ".join(
-        f"{LABELS[m]} {_num(seeds[m]['sampled']['per_responder']['requests']['mean']):.3f}"
+    ref = "; ".join(f"{n} ({_level_text(n)}) {_num(v['per_responder']):.3f}" for n, v in levels.items())
+    got = "; ".join(
+        f"{LABELS[m]} "
+        + ", ".join(
+            f"{lists} {_num(seeds[m][lists]['per_responder']['requests']['mean']):.3f}"
+            for lists in ("sampled", "greedy")
+            if lists in seeds[m]
+        )
         for m in ("sft", *METHODS)
-        if m in seeds and "sampled" in seeds[m]
+        if m in seeds
     )
     line = (
         f"For scale, test per-responder recall@{k} on the same {ev['sft']['greedy']['n_requests']} requests "
-        f"and metric: {ref}. Sampled lists (seed means): {got}."
+        f"and metric: {ref}. Models (seed means): {got}."
     )
     start = _num(seeds["sft"]["sampled"]["per_responder"]["requests"]["mean"]) if "sft" in seeds else math.nan
-    chance = _num(levels["chance"]["per_responder"])
-    if math.isfinite(start) and start < 1.5 * chance:
+    best_level = max(_num(v["per_responder"]) for n, v in levels.items() if n != "seen_request")
+    if math.isfinite(start) and start < best_level:
         line += (
-            " The SFT start is within 1.5x of chance: at this scale the warm-up has not learned what the "
-            "prompt asks for, and the comparison says little about either method."
+            " The SFT start is below the best reference level: on requests it never saw, the warm-up has not "
+            "learned more than that baseline, and the comparison is between two ways of improving a weak start."
         )
     return [line, ""]
+
+
+def readme_table(summary: dict[str, Any]) -> str:
+    """The README's demo table: per-responder recall@K on each test set, baselines, the SFT start, both
+    methods (seed means) and their difference, every cell with its 95% interval over test requests.
+    ``tests/test_readme_demo.py`` compares the README with this table of the demo CI just ran."""
+    k = summary["settings"]["k"]
+    sets = {"test": summary} | {
+        name: {"test": t["models"], "across_seeds": t["across_seeds"], "reference_levels": t["reference_levels"]}
+        for name, t in summary.get("test_sets", {}).items()
+    }
+    names = {"test": "held-out scraped questions", "crowd": "crowdsourced questions"}
+    header = ["row"] + [f"{names.get(n, n)} ({lists})" for n in sets for lists in ("sampled", "greedy")]
+    rows = [f"| {' | '.join(header)} |", "|---" * len(header) + "|"]
+    level_names = list(summary.get("reference_levels") or {})
+    for level in level_names:
+        cells = []
+        for t in sets.values():
+            v = (t.get("reference_levels") or {}).get(level)
+            cells += [f"{_num(v['per_responder']):.3f}" if v else "n/a"] * 2
+        rows.append(f"| {level} | " + " | ".join(cells) + " |")
+    for m in ("sft", *METHODS):
+        cells = []
+        for t in sets.values():
+            by = t["across_seeds"]["models"][m]
+            cells += [_cell(by[lists]["per_responder"]["requests"]) if lists in by else "n/a" for lists in ("sampled", "greedy")]
+        rows.append(f"| {LABELS[m]} | " + " | ".join(cells) + " |")
+    cells = []
+    for t in sets.values():
+        d = t["across_seeds"]["paired"]["remark_vs_rank_grpo"]
+        cells += [
+            _cell(d[lists]["per_responder"]["requests"], 100, 2, True) if lists in d else "n/a"
+            for lists in ("sampled", "greedy")
+        ]
+    rows.append("| ReMaRk - Rank-GRPO (points) | " + " | ".join(cells) + " |")
+    return f"Per-responder recall@{k} [95% interval over test requests]\n\n" + "\n".join(rows) + "\n"
 
 
 def report_markdown(summary: dict[str, Any]) -> str:
@@ -259,7 +375,8 @@ def report_markdown(summary: dict[str, Any]) -> str:
         f"{s['sft_scheduler']}, batch {s['sft_batch']}; loss {summary['sft']['first_loss']:.3f} -> "
         f"{summary['sft']['final_loss']:.3f}.",
         f"- RL, every run from that warm-up: {s['steps']} steps, {s['prompts_per_step']} prompts x "
-        f"G = {s['num_generations']} lists per step, K = {k}, lr {s['learning_rate']:g} constant, beta 0, "
+        f"G = {s['num_generations']} lists per step, K = {k}, lr chosen per method on validation (ReMaRk "
+        f"{_chosen(summary, 'remark'):g}, Rank-GRPO {_chosen(summary, 'rank_grpo'):g}) constant, beta 0, "
         f"loss bnpo, per-rank group scaling, cap {s['max_completion_length']} tokens. "
         "ReMaRk: union rewards, requests sampled uniformly; Rank-GRPO: one responder's items, "
         "(request, responder) rows sampled. The RL seed sets sampling, request order and validation samples.",
@@ -283,6 +400,27 @@ def report_markdown(summary: dict[str, Any]) -> str:
     lines += _tables(summary)
     lines += ["", "## Reading this honestly", "", *summary["notes"], ""]
     return "\n".join(lines)
+
+
+#: The lines around the demo table in the README (``readme_table``'s output, verbatim).
+README_MARKERS = ("<!-- demo-table:start -->", "<!-- demo-table:end -->")
+
+
+def readme_table_problem(readme: str, summary: dict[str, Any]) -> str | None:
+    """None when ``readme`` holds :func:`readme_table` of ``summary`` between :data:`README_MARKERS`; else
+    what differs, with both tables, for the test that ties the README to the demo CI just ran."""
+    start, end = README_MARKERS
+    if readme.count(start) != 1 or readme.count(end) != 1:
+        return f"the README needs exactly one {start} ... {end} block"
+    shown = readme.split(start, 1)[1].split(end, 1)[0].strip()
+    made = readme_table(summary).strip()
+    if shown == made:
+        return None
+    return f"the README's demo table differs from this demo's:\n--- README\n{shown}\n--- demo\n{made}\n"
+
+
+def _chosen(summary: dict[str, Any], method: str) -> float:
+    return summary["runs"][method][f"seed{summary['settings']['rl_seeds'][0]}"]["learning_rate"]
 
 
 def _tables(summary: dict[str, Any]) -> list[str]:
@@ -337,9 +475,9 @@ def _tables(summary: dict[str, Any]) -> list[str]:
                 )
     lines += ["", "## Per seed: best checkpoints and training signal", ""]
     lines += [
-        "| method | seed | best step | best validation value | test, sampled | test, greedy | "
+        "| method | seed | lr | best step | best validation value | test, sampled | test, greedy | "
         "reward, first 10 -> last 10 steps | zero-signal groups |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for m in METHODS:
         for seed in s["rl_seeds"]:
@@ -348,7 +486,8 @@ def _tables(summary: dict[str, Any]) -> list[str]:
             test = summary["test"][f"{m}-seed{seed}"]
             zs = d["zero_signal_frac_mean"]
             lines.append(
-                f"| {LABELS[m]} | {seed} | {run['best_step']} | {_num(run['best_value']):.3f} | "
+                f"| {LABELS[m]} | {seed} | {run['learning_rate']:g} | {run['best_step']} | "
+                f"{_num(run['best_value']):.3f} | "
                 f"{_cell(test['sampled']['per_responder'].get(metric))} | "
                 f"{_cell(test['greedy']['per_responder'].get(metric))} | "
                 f"{_num(d['reward_first']):.2f} -> {_num(d['reward_last']):.2f} | "
@@ -368,7 +507,8 @@ def _tables(summary: dict[str, Any]) -> list[str]:
             ("remark_reaches_rank_grpo", ("ReMaRk", "Rank-GRPO")),
             ("rank_grpo_reaches_remark", ("Rank-GRPO", "ReMaRk")),
         ):
-            lines.append("- " + _reach_sentence(a, b, v["pooled"][direction], start, True))
+            for reach in v["pooled"][direction].values():
+                lines.append("- " + _reach_sentence(a, b, reach, start, True))
         lines += ["", f"![validation curves, {lists} lists]({summary['files']['plots'][lists]})", ""]
         lines += [
             "| step | " + " | ".join(f"{LABELS[m]} (mean of seeds)" for m in METHODS) + " |",
@@ -387,11 +527,22 @@ def _tables(summary: dict[str, Any]) -> list[str]:
                 for c in (curves[m] for m in METHODS)
             ]
             lines.append(f"| {st} | " + " | ".join(row) + " |")
+    for name, t in summary.get("test_sets", {}).items():
+        lines += ["", f"## Second test set: {name} ({t['n_requests']} requests, none trained on)", ""]
+        lines += [" ".join(_overlap_text(t["split_overlap"])), ""]
+        d = t["across_seeds"]["paired"]["remark_vs_rank_grpo"]
+        for lists in d:
+            lines.append(
+                f"- {lists.capitalize()} lists: "
+                + _points_line(d[lists]["per_responder"], "ReMaRk", "Rank-GRPO", lists, k, t["n_requests"])
+            )
+    lines += ["", "## All test sets", "", readme_table(summary)]
     timing = summary["timing"]
     cpu = _stage_cpu(timing.get("jobs", {}))
-    lines += ["", "## Timing", "", "| stage | wall seconds | CPU seconds of its processes |", "|---|---|---|"]
-    for (stage, sec), c in zip(timing["stages"].items(), cpu, strict=False):
-        lines.append(f"| {stage} | {sec:.0f} | {c:.0f} |")
+    lines += ["", "## Timing", "", "| stage | wall seconds |", "|---|---|"]
+    for stage, sec in timing["stages"].items():
+        lines.append(f"| {stage} | {sec:.0f} |")
+    lines += ["", "CPU seconds of the stage processes: " + ", ".join(f"{n} {c:.0f}" for n, c in cpu.items()) + "."]
     lines += [
         "",
         "Wall time depends on the machine's load (see the load average above); CPU seconds much less so. "
@@ -400,13 +551,19 @@ def _tables(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _stage_cpu(jobs: dict[str, Any]) -> list[float]:
+def _overlap_text(overlap: dict[str, Any]) -> list[str]:
+    from eval.leakage import overlap_lines
+
+    return overlap_lines(overlap)
+
+
+def _stage_cpu(jobs: dict[str, Any]) -> dict[str, float]:
     """CPU seconds per stage (warm-up, RL runs, evaluations), summed over the stage's processes."""
-    groups = {"warmup": 0.0, "rl": 0.0, "eval": 0.0}
+    groups = {"warmup": 0.0, "rl": 0.0, "eval": 0.0}  # stage names: see pipeline._run_stages
     for name, j in jobs.items():
         kind = "warmup" if name == "warmup" else "eval" if name.startswith("eval-") else "rl"
         groups[kind] += _num(j.get("cpu_s"))
-    return list(groups.values())
+    return groups
 
 
 def _seeds_text(n: int) -> str:

@@ -35,9 +35,10 @@ class DemoSettings:
     reads the copy shipped in the package (``data_prep.shipped``)."""
     seed: int = 0
     """Seed of the world, the tokenizer and model init, the SFT warm-up and the test evaluation's sampling."""
-    rl_seeds: tuple[int, ...] = (0, 1, 2)
-    """One ReMaRk and one Rank-GRPO run per seed, all from the one warm-up (the seed of RL's sampling, its
-    request order and its validation samples): training variance is measured, not hidden."""
+    rl_seeds: tuple[int, ...] = (0,)
+    """RL seeds (RL's sampling, its request order and its validation samples), all from the one warm-up: the
+    first runs the learning-rate grid, every further one a ReMaRk and a Rank-GRPO run at the chosen rates, so
+    training variance is measured, not hidden."""
     fast: bool = False
     """Tiny everything (tests): seconds, not minutes; numbers are meaningless."""
     # --- data ---
@@ -49,12 +50,18 @@ class DemoSettings:
     """Synthetic train / valid / test shares (90 valid and 90 test requests of 600: tighter CIs)."""
     world: dict[str, Any] = field(default_factory=dict)
     """Other ``generate_world`` arguments."""
-    n_questions: int = 64
-    """ProtoQA: questions drawn (seeded) among those with at least ``min_clusters`` answer clusters."""
+    n_questions: int | None = None
+    """ProtoQA: scraped questions drawn (seeded) among those with at least ``min_clusters`` answer clusters;
+    None takes them all."""
     min_clusters: int = 5
-    """ProtoQA: the fewest answer clusters a question needs."""
-    respondent_split: tuple[float, float, float] = (0.5, 0.25, 0.25)
-    """ProtoQA: share of each question's respondents for train / valid / test."""
+    """ProtoQA: the fewest answer clusters a scraped question needs."""
+    question_split: tuple[float, float, float] = (0.6, 0.2, 0.2)
+    """ProtoQA: share of the scraped *questions* for train / valid / test. Questions, not respondents: a test
+    question is never trained on, and near-duplicate prompts go to one side together
+    (``data_prep.request_split.group_split``)."""
+    crowdsourced: bool = True
+    """ProtoQA: the 52 crowdsourced dev questions as a second, out-of-distribution test set (``data_crowd/``),
+    as ProtoQA's own protocol evaluates: trained on scraped questions, tested on crowdsourced ones."""
     # --- model ---
     vocab_size: int = 1024
     hidden_size: int = 128
@@ -76,10 +83,13 @@ class DemoSettings:
     k: int = 5
     """K: list length asked for and rewarded."""
     steps: int = 60
-    """Optimizer steps per run (chosen so that 3 seeds x 2 methods fit the demo's 10-minute budget on 2 cores)."""
+    """Optimizer steps per run."""
     prompts_per_step: int = 4
     num_generations: int = 8
-    learning_rate: float = 2e-4
+    lr_grid: tuple[float, ...] = (1e-4, 2e-4, 4e-4)
+    """Learning rates tried per method (constant schedule), each a full run on the first RL seed; each
+    method's rate is the one with the best validation value of :attr:`metric`, chosen before the test split
+    is read (``tuning`` in ``summary.json``). Further RL seeds train at the chosen rate."""
     max_completion_length: int = 64
     validation_every: int = 10
     validation_samples: int = 4
@@ -139,32 +149,32 @@ def default_settings(
     seed: int = 0,
     data_dir: str | Path | None = None,
     rl_seeds: tuple[int, ...] | None = None,
+    lr_grid: tuple[float, ...] | None = None,
+    settings_file: str | Path | None = None,
     threads: int | None = None,
     warmup_threads: int | None = None,
     jobs: int | None = None,
 ) -> DemoSettings:
-    """The demo's defaults for ``data`` (``fast``: the test-sized run); ``steps`` etc. override them."""
+    """The demo's defaults for ``data`` (``fast``: the test-sized run), then a ``settings_file``'s values
+    (:func:`settings_file_overrides`), then ``steps`` etc., each overriding what came before."""
     if data not in DATA_CHOICES:
         raise InputError(f"unknown data {data!r}", field="--data", hint=f"one of {', '.join(DATA_CHOICES)}")
     s = DemoSettings(data=data, seed=seed, data_dir=str(data_dir) if data_dir is not None else None)
     if data == "protoqa":
-        # sized by measuring (experiments/RESULTS.md, "The demo's budget"): a warm-up of 448 SFT steps at
-        # 2 threads, one RL seed per method, 32 sampled test lists per question; under ten minutes
+        # the warm-up is plain supervised lists of the training questions' answers (no noise), then a
+        # learning-rate grid per method chosen on the validation questions (docs/experiments.md)
         s = dataclasses.replace(
             s,
             k=10,
             vocab_size=4096,
-            sft_targets="noisy",
-            sft_hit_prob=0.3,
-            sft_epochs=14.0,
+            sft_targets="union",
+            sft_epochs=6.0,
             sft_lr=1e-3,
-            sft_scheduler="constant",
+            sft_scheduler="cosine",
             sft_batch=32,
-            sft_copies=16,
+            sft_copies=4,
             warmup_threads=2,
-            learning_rate=2e-4,
             steps=150,
-            rl_seeds=(0,),
             validation_every=25,
             eval_samples=32,
         )
@@ -174,7 +184,7 @@ def default_settings(
             fast=True,
             n_requests=60,
             n_items=24,
-            n_questions=12,
+            n_questions=30,
             vocab_size=512 if data == "synthetic" else 1024,
             hidden_size=32,
             intermediate_size=64,
@@ -189,7 +199,10 @@ def default_settings(
             eval_samples=2,
             ci_resamples=199,
             rl_seeds=(0, 1),
+            lr_grid=(2e-4, 4e-4),
         )
+    if settings_file is not None:
+        s = dataclasses.replace(s, **settings_file_overrides(settings_file))
     if steps is not None:
         if steps < 1:
             raise InputError(f"--steps must be >= 1, got {steps}", field="--steps")
@@ -199,12 +212,18 @@ def default_settings(
         if not seeds or len(set(seeds)) != len(seeds):
             raise InputError(f"--seeds must be distinct seeds, got {list(seeds)}", field="--seeds")
         s = dataclasses.replace(s, rl_seeds=seeds)
+    if lr_grid is not None:
+        s = dataclasses.replace(s, lr_grid=tuple(float(x) for x in lr_grid))
     for name, value in (("threads", threads), ("warmup_threads", warmup_threads), ("jobs", jobs)):
         if value is not None:
             flag = "--" + name.replace("_", "-")
             if value < 1:
                 raise InputError(f"{flag} must be >= 1, got {value}", field=flag)
             s = dataclasses.replace(s, **{name: int(value)})
+    if any(not 0.0 < lr < 1.0 for lr in s.lr_grid) or len(set(s.lr_grid)) != len(s.lr_grid):
+        raise InputError(
+            f"the learning-rate grid must hold distinct rates in (0, 1), got {list(s.lr_grid)}", field="--lr-grid"
+        )
     if data == "synthetic" and s.data_dir:
         raise InputError(
             "--data-dir is read by --data protoqa only (the synthetic world is embedded)",
@@ -212,6 +231,44 @@ def default_settings(
             hint="drop --data-dir, or pass --data protoqa",
         )
     return s
+
+
+#: Fields a ``--settings`` file may not set: they name the run's mode and inputs, which have their own flags.
+NOT_IN_FILE = ("data", "data_dir", "fast")
+
+
+def settings_file_overrides(path: str | Path) -> dict[str, Any]:
+    """A ``--settings`` YAML file: a mapping of :class:`DemoSettings` fields to values (lists for tuples),
+    each checked against the field's default type. Errors are one line naming the file and the field."""
+    from catalog.shared.files import read_text
+    from catalog.shared.yaml_files import load_yaml
+
+    path = Path(path)
+    doc = load_yaml(read_text(path), path=path, what="demo settings")
+    if not isinstance(doc, dict):
+        raise InputError("a demo settings file is a mapping of setting: value", path=path)
+    fields = {f.name: f for f in dataclasses.fields(DemoSettings)}
+    defaults = DemoSettings()
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key not in fields or key in NOT_IN_FILE:
+            hint = "use its flag" if key in NOT_IN_FILE else f"one of {', '.join(sorted(set(fields) - set(NOT_IN_FILE)))}"
+            raise InputError(f"{key!r} is not a setting a file may set", path=path, field=str(key), hint=hint)
+        default = getattr(defaults, key)
+        if isinstance(default, tuple):
+            if not isinstance(value, list) or not value:
+                raise InputError(f"{key} must be a non-empty list", path=path, field=key)
+            value = tuple(value)
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise InputError(f"{key} must be true or false", path=path, field=key)
+        elif isinstance(default, int | float) and not isinstance(default, bool):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(f"{key} must be a number", path=path, field=key)
+            if isinstance(default, int) and not isinstance(value, int):
+                raise InputError(f"{key} must be an integer", path=path, field=key)
+        out[key] = value
+    return out
 
 
 def settings_from_dict(d: dict[str, Any]) -> DemoSettings:

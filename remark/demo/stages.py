@@ -1,7 +1,7 @@
 """The demo's stages before RL: data (synthetic or ProtoQA), tokenizer + tiny model, SFT warm-up.
 
-- data: ProtoQA's scraped dev file (shipped in the package, or ``--data-dir``) with each question's
-  *respondents* split into train / valid / test (``data_prep.holdout``), pooled in
+- data: ProtoQA's scraped dev file (shipped in the package, or ``--data-dir``) with its *questions* split
+  into train / valid / test, and the crowdsourced dev questions as a second test set, pooled in
   ``remark prep``'s layout; or ``data_prep.synthetic.build_dataset`` (the embedded world);
 - a byte-level BPE tokenizer and a tiny Qwen2 trained / initialised locally (``remark.run.tiny_model``);
 - the SFT warm-up: ``remark.run.sft.run_sft`` (TRL ``SFTTrainer``, no pickle) with a progress callback.
@@ -21,6 +21,9 @@ from catalog.shared.errors import InputError
 from remark.demo.settings import DemoSettings
 
 PROTOQA_FILE = "dev.scraped.jsonl"
+CROWDSOURCED_FILE = "dev.crowdsourced.jsonl"
+#: The crowdsourced test set's dataset folder inside the demo's output.
+CROWD_DIR = "data_crowd"
 
 
 # -- data ----------------------------------------------------------------------------------------------
@@ -66,24 +69,34 @@ def protoqa_source(s: DemoSettings) -> Path:
     return protoqa_file("scraped")
 
 
-def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings):
-    """ProtoQA scraped dev -> a pooled dataset whose splits are respondents of the same questions.
+def crowdsourced_source(scraped: Path) -> Path | None:
+    """The crowdsourced dev file beside ``scraped`` (``dev.crowdsourced.jsonl``), or None."""
+    path = scraped.with_name(CROWDSOURCED_FILE)
+    return path if path.is_file() else None
 
-    ``n_questions`` questions with at least ``min_clusters`` answer clusters are drawn (seeded) and pooled;
-    each question's respondents are split by ``data_prep.holdout.holdout_responders`` (seeded) into a train
-    half and a held-out half, and the held-out half again into valid and test halves
-    (``respondent_split``, default 50/25/25): requests ``<qid>`` (train), ``<qid>#valid`` and ``<qid>#test``
-    with the same prompt. A folder with ``requests.parquet`` (``remark prep``) is used as it is, with its
-    own splits. Returns ``(dataset, its directory)``.
+
+def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings, crowd_dir: Path | None = None):
+    """ProtoQA dev -> a pooled dataset split by *question*, and the crowdsourced questions as a second test.
+
+    - scraped questions with at least ``min_clusters`` answer clusters (``n_questions`` of them drawn,
+      seeded, when set) are split train / valid / test by ``question_split``, near-duplicate prompts kept on
+      one side (``data_prep.request_split.group_split``): no test question is a training question;
+    - with ``crowdsourced`` and ``crowd_dir``, the crowdsourced dev file beside the scraped one is written to
+      ``crowd_dir`` as a test-only dataset (ProtoQA's protocol: train on scraped, test on crowdsourced);
+    - one catalog for both (items merged by id), but every item's ``popularity`` is its number of mentions
+      by *training* respondents: nothing a model or a baseline learns from comes from a test question.
+
+    A folder with ``requests.parquet`` (``remark prep``) is used as it is, with its own splits. Returns
+    ``(dataset, its directory)``.
     """
     import polars as pl
 
     from catalog.match import GroundingSettings, Matcher
+    from catalog.table import Catalog
     from data_prep.dataset import load_dataset, write_dataset
-    from data_prep.holdout import holdout_responders
-    from data_prep.pool import pool_threads
-    from data_prep.readers import read_protoqa
-    from data_prep.schema import Threads
+    from data_prep.pool import SplitSpec, pool_threads
+    from data_prep.readers import combine, read_protoqa
+    from data_prep.request_split import NEAR_DUPLICATE_THRESHOLD, group_split, prompt_texts
 
     path = find_protoqa(source)
     if path.is_dir():
@@ -96,59 +109,105 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings):
                 hint="prepare it with train/valid/test fractions, or pass the scraped dev file",
             )
         return ds, path
-    threads = read_protoqa(path, items="clusters")
-    frame = threads.frame
-    sizes = frame.group_by("request_id").agg(pl.col("title").n_unique().alias("n")).sort("request_id")
-    eligible = sizes.filter(pl.col("n") >= s.min_clusters)["request_id"].to_list()
-    if len(eligible) < 3:
+    crowd_path = crowdsourced_source(path) if (s.crowdsourced and crowd_dir is not None) else None
+    parts = [read_protoqa(path, items="clusters")]
+    if crowd_path is not None:
+        parts.append(read_protoqa(crowd_path, items="clusters"))
+    crowd_ids = set(parts[1].frame["request_id"].unique().to_list()) if crowd_path is not None else set()
+    threads = combine(parts)  # one catalog, items merged by item_id
+    matcher = Matcher(threads.catalog, GroundingSettings(match_mode="normalized"))
+    pooled = pool_threads(threads, matcher, split=SplitSpec((("train", 1.0),), seed=0)).drop("split")
+    scraped = pooled.filter(~pl.col("request_id").is_in(sorted(crowd_ids)))
+    eligible = scraped.filter(pl.col("union").list.len() >= s.min_clusters)
+    if eligible.height < 3:
         raise InputError(
-            f"only {len(eligible)} questions with >= {s.min_clusters} answer clusters",
+            f"only {eligible.height} questions with >= {s.min_clusters} answer clusters",
             path=path,
             hint="is this ProtoQA's scraped dev file?",
         )
-    rng = np.random.default_rng(s.seed)
-    chosen = sorted(rng.choice(eligible, size=min(s.n_questions, len(eligible)), replace=False).tolist())
-    frame = frame.filter(pl.col("request_id").is_in(chosen))
-    catalog = threads.catalog
-    pooled = pool_threads(
-        Threads(frame, catalog, dict(threads.meta)),
-        Matcher(catalog, GroundingSettings(match_mode="normalized")),
-    )
-    _, valid_f, test_f = s.respondent_split
-    first = holdout_responders(pooled, fraction=valid_f + test_f, seed=s.seed)
-    second = holdout_responders(first.heldout, fraction=test_f / (valid_f + test_f), seed=s.seed + 1)
-    keep = set(second.train["request_id"].to_list())
-    parts = [
-        first.train.filter(pl.col("request_id").is_in(keep)).with_columns(split=pl.lit("train")),
-        second.train.with_columns(split=pl.lit("valid"), request_id=pl.col("request_id") + "#valid"),
-        second.heldout.with_columns(split=pl.lit("test"), request_id=pl.col("request_id") + "#test"),
-    ]
+    if s.n_questions is not None and s.n_questions < eligible.height:
+        ids = sorted(eligible["request_id"].to_list())
+        rng = np.random.default_rng(s.seed)
+        chosen = sorted(rng.choice(ids, size=s.n_questions, replace=False).tolist())
+        eligible = eligible.filter(pl.col("request_id").is_in(chosen))
+    eligible = eligible.sort("request_id")
+    spec = SplitSpec(tuple(zip(("train", "valid", "test"), s.question_split, strict=True)), seed=s.seed)
+    splits = group_split(eligible["request_id"].to_list(), prompt_texts(eligible), spec)
+    requests = eligible.with_columns(split=pl.Series(splits, dtype=pl.String))
+    missing = {"train", "valid", "test"} - set(splits)
+    if missing:
+        raise InputError(
+            f"no question fell in the {sorted(missing)} split of {eligible.height} questions",
+            path=path,
+            hint="use more questions (n_questions) or larger split fractions",
+        )
+    catalog = _train_popularity(threads.catalog, requests.filter(pl.col("split") == "train"), Catalog)
     meta = {k: threads.meta[k] for k in ("source", "domain", "has_years", "instruction_included")}
     meta["demo"] = {
         "input": str(path),
         "items": "clusters",
-        "questions": len(keep),
+        "questions": requests.height,
         "min_clusters": s.min_clusters,
-        "respondent_split": list(s.respondent_split),
+        "question_split": list(s.question_split),
+        "near_duplicate_threshold": NEAR_DUPLICATE_THRESHOLD,
+        "popularity": "mentions by training respondents",
         "seed": s.seed,
     }
     # answers (cluster strings) pool with normalized matching; generated lists are grounded fuzzy, so the
     # dataset records the default (fuzzy) settings that the demo's reward, validation and evaluation use
-    return write_dataset(out_dir, pl.concat(parts), catalog, meta, grounding=GroundingSettings()), out_dir
+    ds = write_dataset(out_dir, requests, catalog, meta, grounding=GroundingSettings())
+    if crowd_path is not None:
+        crowd = pooled.filter(pl.col("request_id").is_in(sorted(crowd_ids))).sort("request_id")
+        crowd_meta = {**meta, "demo": {**meta["demo"], "input": str(crowd_path), "questions": crowd.height}}
+        crowd_meta["demo"]["role"] = "out-of-distribution test: crowdsourced questions, none trained on"
+        write_dataset(
+            crowd_dir, crowd.with_columns(split=pl.lit("test")), catalog, crowd_meta, grounding=GroundingSettings()
+        )
+    return ds, out_dir
+
+
+def _train_popularity(catalog, train, catalog_cls):
+    """``catalog`` with ``popularity`` = mentions of each item by training respondents (0 for the others)."""
+    import polars as pl
+
+    counts = (
+        train.select(pl.col("union").alias("item_id"), "counts")
+        .explode("item_id", "counts")
+        .group_by("item_id")
+        .agg(pl.col("counts").sum().cast(pl.Float64).alias("_n"))
+    )
+    df = (
+        catalog.df.join(counts, on="item_id", how="left", maintain_order="left")
+        .with_columns(pl.col("_n").fill_null(0.0).cast(catalog.df.schema["popularity"]).alias("popularity"))
+        .drop("_n")
+    )
+    return catalog_cls(df)
 
 
 # -- model and warm-up ---------------------------------------------------------------------------------
-def tokenizer_corpus(ds, k: int, *, seed: int = 0, repeats: int = 10) -> list[str]:
-    """Text for the tokenizer: catalog lines (shuffled, ``repeats`` times), prompts, the instruction."""
+def tokenizer_corpus(ds, k: int, *, seed: int = 0, repeats: int = 10, train_items_only: bool = False) -> list[str]:
+    """Text for the tokenizer, from the training split only: catalog lines (shuffled, ``repeats`` times;
+    with ``train_items_only`` only the items training respondents named), training prompts, the instruction.
+
+    ProtoQA's catalog is built from the answers, test questions' included, so its demo passes
+    ``train_items_only``: nothing the model learns from, its vocabulary included, comes from a test question.
+    """
+    import polars as pl
+
     from remark.run.sampling import prompt_messages
 
-    shown = [ds.catalog.display(x) for x in ds.catalog.df["item_id"].to_list()]
+    train = ds.requests.filter(pl.col("split") == "train")
+    ids = ds.catalog.df["item_id"].to_list()
+    if train_items_only:
+        named = set(train["union"].explode().drop_nulls().to_list())
+        ids = [x for x in ids if x in named]
+    shown = [ds.catalog.display(x) for x in ids]
     rng = np.random.default_rng(seed)
     corpus = []
     for _ in range(repeats):
         order = rng.permutation(len(shown))
         corpus += ["\n".join(shown[i] for i in order[j : j + 50]) for j in range(0, len(order), 50)]
-    prompts = ds.requests.unique("request_id")["prompt"].to_list()
+    prompts = train.unique("request_id", maintain_order=True)["prompt"].to_list()
     corpus += [m["content"] for p in prompts for m in prompt_messages(p, ds.meta, k)]
     return corpus
 
@@ -158,7 +217,10 @@ def build_model(ds, out_dir: Path, s: DemoSettings) -> Path:
     from remark.run.tiny_model import TinySpec, build_tiny_model
 
     return build_tiny_model(
-        out_dir, tokenizer_corpus(ds, s.k, seed=s.seed), spec=TinySpec(**s.spec_dict()), seed=s.seed
+        out_dir,
+        tokenizer_corpus(ds, s.k, seed=s.seed, train_items_only=s.data == "protoqa"),
+        spec=TinySpec(**s.spec_dict()),
+        seed=s.seed,
     )
 
 

@@ -44,16 +44,23 @@ class _Progress:
 
 def _warmup(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:
     from remark.demo.settings import settings_from_dict
-    from remark.demo.stages import build_model, prepare_protoqa, prepare_synthetic, protoqa_source, warm_up
+    from remark.demo.stages import CROWD_DIR, build_model, prepare_protoqa, prepare_synthetic, protoqa_source, warm_up
 
     s = settings_from_dict(spec["settings"])
     if s.data == "synthetic":
         ds, data_dir = prepare_synthetic(Path("data"), s)
     else:
-        ds, data_dir = prepare_protoqa(protoqa_source(s), Path("data"), s)
+        ds, data_dir = prepare_protoqa(protoqa_source(s), Path("data"), s, crowd_dir=Path(CROWD_DIR))
     base = build_model(ds, Path("base_model"), s)
     sft = warm_up(ds, base, Path("sft_model"), s, lambda step, total: progress(step=step, max=total))
-    return {"data_dir": str(data_dir), "base_model": str(base), "sft_model": "sft_model", "sft": sft}
+    crowd = CROWD_DIR if (Path(CROWD_DIR) / "requests.parquet").is_file() else None
+    return {
+        "data_dir": str(data_dir),
+        "crowd_dir": crowd,
+        "base_model": str(base),
+        "sft_model": "sft_model",
+        "sft": sft,
+    }
 
 
 def _rl(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:

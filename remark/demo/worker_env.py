@@ -17,6 +17,8 @@ process started with :func:`worker_env`, which fixes, *before* any library start
   stage cannot fix it from inside an already running ``remark`` process) and rayon's
   (``RAYON_NUM_THREADS``, used by the tokenizer trainer), with ``TOKENIZERS_PARALLELISM=false``;
 - glibc's allocator keeps freed memory for reuse (:data:`ALLOCATOR_ENV`), which changes the speed only;
+- every CPU kernel's instruction set pinned to AVX2 (:data:`ISA_ENV`), so that hosts with and without
+  AVX-512 compute alike;
 - ``PYTHONHASHSEED=0``, so even a set or dict of strings iterates in one order (none is known to
   matter: the test above also runs with two different hash seeds);
 - datasets and dataloaders in-process (``dataset_num_proc`` None, ``dataloader_num_workers`` 0, set in
@@ -30,7 +32,9 @@ show, and a test can check, what each stage actually ran with.
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from remark.run.cpu_threads import set_torch_threads
@@ -71,15 +75,51 @@ ALLOCATOR_ENV: dict[str, str] = {
 }
 
 
+#: The instruction set of every CPU kernel, pinned to AVX2 so that x86 hosts compute alike. The same
+#: seed, versions and thread count trained differently on an AVX-512 host and an AVX2-only one: torch's own
+#: vectorised kernels (softmax, reductions, optimizers) are compiled per instruction set and dispatched to
+#: the widest the CPU has, and vectors of another width sum in another order. ``ATEN_CPU_CAPABILITY`` pins
+#: torch's dispatch, ``MKL_CBWR`` MKL's code path (matrix products; MKL's conditional numerical
+#: reproducibility: the same results on every CPU that has the branch, at a fixed thread count), and
+#: ``ONEDNN_MAX_CPU_ISA`` oneDNN's JIT kernels. Every x86-64 CPU since 2013-2015 has AVX2;
+#: ``bench/isa.py`` measures what the pinning costs (``bench/RESULTS.md``). A host without AVX2 runs
+#: torch's default kernels instead, and its numbers differ (``summary.json``'s ``machine`` says which ran).
+ISA_ENV: dict[str, str] = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "AVX2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+}
+
+
+def cpu_info() -> dict[str, Any]:
+    """The host's CPU model and its x86 vector extensions (``/proc/cpuinfo``; empty where there is none)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and value.strip():
+            model = value.strip()
+        elif key.strip() == "flags" and not flags:
+            flags = set(value.split())
+    vector = sorted(f for f in flags if f.startswith(("avx", "sse", "fma", "amx")))
+    return {"cpu_model": model, "vector_isa": vector, "has_avx2": "avx2" in flags}
+
+
 def worker_env(threads: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a demo worker process: ``base`` (default ``os.environ``) with every thread
-    pool fixed to ``threads``, the settings of :data:`FIXED_ENV` and the allocator's of
-    :data:`ALLOCATOR_ENV` (where ``base`` sets none of them)."""
+    pool fixed to ``threads``, the settings of :data:`FIXED_ENV`, the kernels' instruction set of
+    :data:`ISA_ENV` (on hosts with AVX2) and the allocator's of :data:`ALLOCATOR_ENV` (where ``base``
+    sets none of them)."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     env = dict(os.environ if base is None else base)
     env |= {name: str(threads) for name in THREAD_ENV}
     env |= FIXED_ENV
+    if cpu_info()["has_avx2"]:
+        env |= ISA_ENV
     if not any(name in env for name in ALLOCATOR_ENV):  # a user's own malloc settings are kept
         env |= ALLOCATOR_ENV
     return env
@@ -105,12 +145,13 @@ def thread_record() -> dict[str, Any]:
     import torch
 
     return {
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "torch_intra_op": torch.get_num_threads(),
         "torch_inter_op": torch.get_num_interop_threads(),
         "polars": pl.thread_pool_size(),
         "env": {
             name: os.environ.get(name)
-            for name in (*THREAD_ENV, *FIXED_ENV, *ALLOCATOR_ENV)
+            for name in (*THREAD_ENV, *FIXED_ENV, *ISA_ENV, *ALLOCATOR_ENV)
             if name != "HF_HUB_OFFLINE"
         },
     }

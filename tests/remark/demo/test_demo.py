@@ -1,4 +1,5 @@
-"""``remark demo``: settings and inputs checked up front, ProtoQA respondent splits, and a whole fast run."""
+"""``remark demo``: settings and inputs checked up front, ProtoQA split by question, the learning rate chosen
+on validation, and a whole fast run."""
 
 from __future__ import annotations
 
@@ -31,7 +32,10 @@ def test_settings_errors_say_what_to_pass():
         "sampled": ("sampled", "sampled/recall@5/per_responder"),
         "greedy": ("", "eval/recall@5/per_responder"),
     }
-    assert default_settings("synthetic").rl_seeds == (0, 1, 2) and default_settings().threads == 1
+    assert default_settings("synthetic").rl_seeds == (0,) and default_settings().threads == 1
+    assert default_settings().lr_grid == (1e-4, 2e-4, 4e-4) and default_settings(lr_grid=[3e-4]).lr_grid == (3e-4,)
+    with pytest.raises(InputError, match="--lr-grid"):
+        default_settings(lr_grid=[1e-4, 1e-4])
     assert default_settings().rl_seeds == (0,) and default_settings().warmup_threads == 2
     assert default_settings(fast=True).warmup_threads == 1
     assert default_settings(rl_seeds=[4, 5], threads=2, jobs=3).rl_seeds == (4, 5)
@@ -74,42 +78,62 @@ def test_find_protoqa_accepts_file_folder_or_prepared_dir(tmp_path):
         find_protoqa(empty)
 
 
-def _scraped_line(i: int, counts: list[int]) -> str:
-    qid = f"dev-scraped_q{i}"
+WORDS = ["apple", "river", "garden", "winter", "doctor", "kitchen", "market", "school", "guitar", "planet"]
+
+
+def _scraped_line(i: int, counts: list[int], question: str | None = None, prefix: str = "dev-scraped_q") -> str:
+    qid = f"{prefix}{i}"
+    question = question or f"Name something about {WORDS[i % 10]} and {WORDS[(i // 10) % 10]} {i}"
     clusters = {f"{qid}.{j}": {"count": c, "answers": [f"answer {i}-{j}"]} for j, c in enumerate(counts)}
     raw = {f"answer {i}-{j}": c for j, c in enumerate(counts)}
     obj = {
         "metadata": {"id": qid},
-        "question": {"original": f"Name something number {i}", "normalized": f"name something number {i}"},
+        "question": {"original": question, "normalized": question.lower()},
         "answers": {"raw": raw, "clusters": clusters},
     }
     return json.dumps(obj)
 
 
-def test_protoqa_splits_respondents_of_the_same_questions(tmp_path):
-    counts = {1: [10, 6, 4, 2, 2], 2: [8, 8, 4, 3, 1, 1], 3: [20, 5, 5, 5, 5], 4: [30, 3]}  # q4: 2 clusters
+def test_protoqa_splits_by_question_with_near_duplicates_on_one_side(tmp_path):
+    counts = [10, 6, 4, 2, 2]
+    lines = [_scraped_line(i, counts) for i in range(40)]
+    lines.append(_scraped_line(40, [30, 3]))  # 2 clusters: not eligible
+    # two rewordings of one question (punctuation, plural): one side only
+    lines.append(_scraped_line(41, counts, "Name a fruit people eat at breakfast."))
+    lines.append(_scraped_line(42, counts, "name fruits people eat at breakfast"))
     path = tmp_path / "dev.scraped.jsonl"
-    path.write_text("\n".join(_scraped_line(i, c) for i, c in counts.items()) + "\n")
+    path.write_text("\n".join(lines) + "\n")
+    crowd = tmp_path / "dev.crowdsourced.jsonl"
+    crowd.write_text("\n".join(_scraped_line(i, [5, 4, 3], prefix="r1q") for i in range(3)) + "\n")
     s = default_settings("protoqa", data_dir=path, fast=True)
-    ds, data_dir = prepare_protoqa(path, tmp_path / "data", s)
+    s = dataclasses.replace(s, n_questions=None)
+    ds, data_dir = prepare_protoqa(path, tmp_path / "data", s, crowd_dir=tmp_path / "crowd")
     assert data_dir == tmp_path / "data"
     req = ds.requests
-    base = req["request_id"].str.replace(r"#.*$", "")
-    assert set(base) == {"dev-scraped_q1", "dev-scraped_q2", "dev-scraped_q3"}  # q4 has < 5 clusters
-    for qid in set(base):
-        rows = req.filter(base == qid)
-        assert set(zip(rows["request_id"], rows["split"])) == {
-            (qid, "train"),
-            (f"{qid}#valid", "valid"),
-            (f"{qid}#test", "test"),
-        }
-        assert rows["prompt"].n_unique() == 1  # the same question everywhere
-        n = dict(zip(rows["split"], rows["n_responders"]))
-        total = sum(counts[int(qid.rsplit("q", 1)[1])])
-        assert sum(n.values()) == total
-        assert abs(n["train"] - total / 2) <= 1 and abs(n["valid"] - total / 4) <= 1
+    assert req["request_id"].n_unique() == req.height == 42  # one row per question; q40 has < 5 clusters
+    assert not req["request_id"].str.contains("#").any()
+    assert set(req["split"]) == {"train", "valid", "test"}
+    by_split = {k: set(v) for k, v in req.group_by("split").agg("request_id").iter_rows()}
+    assert len(by_split["train"]) > len(by_split["valid"]) > 0
+    twins = dict(zip(req["request_id"], req["split"]))
+    assert twins["dev-scraped_q41"] == twins["dev-scraped_q42"]
+    from data_prep.request_split import prompt_texts
+
+    texts = dict(zip(req["request_id"], prompt_texts(req)))
+    assert not {texts[r] for r in by_split["test"]} & {texts[r] for r in by_split["train"]}
+    # popularity counts training mentions only: an item named only in test questions has 0
+    pop = dict(zip(ds.catalog.df["item_id"], ds.catalog.df["popularity"]))
+    train_items = set(req.filter(pl.col("split") == "train")["union"].explode().to_list())
+    test_only = set(req.filter(pl.col("split") == "test")["union"].explode().to_list()) - train_items
+    assert test_only and all(pop[i] == 0 for i in test_only)
+    assert all(pop[i] > 0 for i in train_items)
+    # the crowdsourced questions: a test-only dataset beside it
+    from data_prep.dataset import load_dataset
+
+    c = load_dataset(tmp_path / "crowd")
+    assert set(c.requests["split"]) == {"test"} and c.requests.height == 3
     again, _ = prepare_protoqa(path, tmp_path / "data2", s)
-    assert again.requests.sort("request_id")["responders"].equals(req.sort("request_id")["responders"])
+    assert again.requests.sort("request_id")["split"].equals(req.sort("request_id")["split"])
     # a prepared dataset is used as it is, and must have the three splits
     prepared, prepared_dir = prepare_protoqa(tmp_path / "data", tmp_path / "unused", s)
     assert prepared.requests.height == req.height and prepared_dir == tmp_path / "data"
@@ -125,6 +149,31 @@ def test_protoqa_splits_respondents_of_the_same_questions(tmp_path):
     )
     with pytest.raises(InputError, match="split"):
         prepare_protoqa(only_train, tmp_path / "unused", s)
+
+
+def test_settings_file_overrides_defaults_and_flags_override_it(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text("rl_seeds: [0, 1, 2]\nsteps: 40\nlr_grid: [1.0e-4]\n")
+    s = default_settings(settings_file=f, steps=30)
+    assert (s.rl_seeds, s.steps, s.lr_grid) == ((0, 1, 2), 30, (1e-4,))
+    for text, match in (
+        ("stepz: 4\n", "'stepz' is not a setting"),
+        ("data: synthetic\n", "use its flag"),
+        ("steps: 1.5\n", "steps must be an integer"),
+        ("rl_seeds: 3\n", "rl_seeds must be a non-empty list"),
+        ("- 1\n", "a mapping"),
+    ):
+        f.write_text(text)
+        with pytest.raises(InputError, match=match):
+            default_settings(settings_file=f)
+
+
+def test_learning_rate_chosen_by_validation_alone():
+    from remark.demo.runs import choose_rates
+
+    best = {"remark": {1e-4: 0.10, 2e-4: 0.15, 4e-4: 0.12}, "rank_grpo": {1e-4: 0.09, 2e-4: 0.09, 4e-4: None}}
+    assert choose_rates(best) == {"remark": 2e-4, "rank_grpo": 1e-4}  # ties: the smaller rate
+    assert choose_rates({"remark": {1e-4: None, 2e-4: 0.0}}) == {"remark": 2e-4}
 
 
 def _pooled(requests: pl.DataFrame, ds) -> pl.DataFrame:
@@ -152,7 +201,7 @@ def test_methods_differ_only_in_reward_and_sampling(tmp_path):
     from remark.config import RemarkGRPOConfig
 
     s = default_settings()
-    a, b = (rl_fields(m, s, tmp_path, tmp_path, tmp_path / m) for m in METHODS)
+    a, b = (rl_fields(m, s, tmp_path, tmp_path, tmp_path / m, learning_rate=2e-4) for m in METHODS)
     differ = {k for k in a if a[k] != b[k]}
     assert differ == {"reward_scheme", "sampling", "output_dir"}
     assert (a["reward_scheme"], a["sampling"]) == ("union", "uniform")
