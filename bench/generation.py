@@ -56,8 +56,8 @@ from timed_steps import World, build_world, common_args, median_of, timed_run
 
 from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
 from data_prep.dataset import load_dataset
+from remark.config.tiny import TinySpec
 from remark.run.sampling import training_dataset
-from remark.run.tiny_model import TinySpec
 
 #: the tiny model: head size 32 (hidden 64 / 2 heads), the smallest vLLM's CPU attention runs
 TINY_SPEC = TinySpec(vocab_size=1024, hidden_size=64, intermediate_size=256, num_attention_heads=2)

@@ -75,7 +75,8 @@ import torch
 from timed_steps import KINDS, build_world, common_args, median_of, timed_run
 
 from catalog.shared.outputs import atomic_file, check_output_file
-from remark.run.tiny_model import TinySpec, realistic_spec
+from remark.config.tiny import TinySpec
+from remark.run.tiny_model import realistic_spec
 
 #: the ``catalog.shared.outputs.atomic_file`` kind of the files under ``--out``.
 OUTPUT_KIND = "gpu-check"

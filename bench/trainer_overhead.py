@@ -28,7 +28,7 @@ Breakdown per step (``time.perf_counter`` around the methods, on subclasses that
 - ``loss``: ``training_step`` minus input preparation (forward, loss, backward);
 - ``rest``: everything else in the step (the rest of TRL's scoring, optimizer step, bookkeeping).
 
-The model: a ~1M-parameter Qwen2 (``remark.run.tiny_model.TinySpec``) with a tokenizer trained on the catalog's
+The model: a ~1M-parameter Qwen2 (``remark.config.tiny.TinySpec``) with a tokenizer trained on the catalog's
 titles and the prompts, SFT-warmed for ``--sft-steps`` steps on ``noisy`` targets (``remark.run.sft``) so
 that it writes list-shaped "Title (Year)" lines (most of which ground only fuzzily or not at all, as
 early in RL); ``--sft-steps 0`` keeps random weights (garbage lines, completions run to the cap). The
@@ -59,7 +59,7 @@ from gpu_check import profile_points, run_one
 from timed_steps import KINDS, World, build_world, common_args, median_of, timed_run
 
 from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
-from remark.run.tiny_model import TinySpec
+from remark.config.tiny import TinySpec
 
 #: the ``catalog.shared.outputs.atomic_file`` kinds of ``--json`` and ``--profile-out``.
 JSON_KIND, PROFILE_KIND = "bench-overhead", "bench-profile"
@@ -171,7 +171,7 @@ def write_cpu_profile(a: argparse.Namespace, world: World) -> dict[str, Any]:
     profile = {
         "device": f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"{torch.get_num_threads()} torch threads)",
-        "model": f"remark.run.tiny_model.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
+        "model": f"remark.config.tiny.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
         "points": profile_points(runs, a.warmup),
         "settings": {
             "prompts": a.prompts,
