@@ -43,7 +43,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file, atomic_write, check_output_file
+from flags import add_output_flags, bench_parser, check_json_output, run_script
+
+from catalog.shared.outputs import JSON_FORMATS, atomic_file, atomic_write
 from remark.demo.runs import grid_jobs
 from remark.demo.settings import default_settings
 from remark.demo.worker_env import ALLOCATOR_ENV, ISA_ENV, cpu_info, worker_env
@@ -137,18 +139,16 @@ def summarize(runs: dict[str, list[dict[str, Any]]], skip: int) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--setting", choices=sorted(SETTINGS), default="allocator", help="what is compared")
     ap.add_argument("--reps", type=int, default=2, help="repetitions per environment (ABBA order)")
     ap.add_argument("--sft-epochs", type=float, default=2.0, help="warm-up passes (32 steps each)")
     ap.add_argument("--rl-steps", type=int, default=25, help="ReMaRk steps from the warm-up")
     ap.add_argument("--skip", type=int, default=5, help="first steps of each run dropped from the median")
     ap.add_argument("--work-dir", default="/tmp/remark_allocator", help="run folders (replaced)")
-    ap.add_argument("--json", default=None, help="write the results here")
-    ap.add_argument("--force", action="store_true", help="let --json replace a file remark did not write")
+    add_output_flags(ap)
     a = ap.parse_args(argv)
-    if a.json:  # before any work: a file the bench may not replace is refused now, not after minutes
-        check_output_file(a.json, JSON_KIND, formats=JSON_FORMATS, force=a.force, field="--json")
+    check_json_output(a, JSON_KIND)  # before any work, not after minutes
     work = Path(a.work_dir)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
@@ -183,4 +183,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

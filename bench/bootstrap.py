@@ -19,11 +19,11 @@ Run by hand (not a test)::
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 
 import numpy as np
+from flags import bench_parser, run_script
 from scipy import stats
 
 from eval.bootstrap import BootstrapConfig, ratio_of_sums
@@ -184,7 +184,7 @@ def coverage(sims: int, n: int, b: int, methods: list[str]) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--requests", type=int, default=10_000)
     ap.add_argument("--resamples", type=int, default=10_000)
     ap.add_argument(
@@ -211,4 +211,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -51,13 +51,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
+from flags import add_output_flags, bench_parser, check_json_output, run_script
 from gpu_check import cb_config
 from timed_steps import World, build_world, common_args, median_of, timed_run
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
+from catalog.shared.outputs import JSON_FORMATS, atomic_file
 from data_prep.dataset import load_dataset
+from remark.config.tiny import TinySpec
 from remark.run.sampling import training_dataset
-from remark.run.tiny_model import TinySpec
 
 #: the tiny model: head size 32 (hidden 64 / 2 heads), the smallest vLLM's CPU attention runs
 TINY_SPEC = TinySpec(vocab_size=1024, hidden_size=64, intermediate_size=256, num_attention_heads=2)
@@ -285,7 +286,7 @@ JSON_KIND = "bench-generation"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--model", action="append", default=None, help="'tiny' or a model folder (repeatable)")
     ap.add_argument("--prompts", type=int, default=8, help="prompts in the throughput batch")
     ap.add_argument("--group-size", type=int, default=4, help="samples per prompt (G)")
@@ -302,11 +303,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--step-prompts", type=int, default=2, help="prompts per GRPO step")
     ap.add_argument("--step-max-tokens", type=int, default=32, help="completion cap of the GRPO steps")
     ap.add_argument("--work-dir", default="/tmp/remark_generation", help="world cache and run folders")
-    ap.add_argument("--json", default=None, help="write the results here")
-    ap.add_argument("--force", action="store_true", help="let --json replace a file remark did not write")
+    add_output_flags(ap)
     a = ap.parse_args(argv)
-    if a.json:  # before any work: a file the bench may not replace is refused now, not after minutes
-        check_output_file(a.json, JSON_KIND, formats=JSON_FORMATS, force=a.force, field="--json")
+    check_json_output(a, JSON_KIND)  # before any work, not after minutes
     torch.set_num_threads(a.threads)  # vLLM's CPU worker turns set_num_threads into a no-op once it starts
     models = a.model or ["tiny"]
     load_before = os.getloadavg()
@@ -359,10 +358,4 @@ def print_summary(doc: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    from catalog.shared.errors import InputError
-
-    try:
-        main()
-    except InputError as err:  # bad input: one line, exit 2
-        print(f"bench/generation.py: error: {err}", file=sys.stderr)
-        sys.exit(2)
+    run_script(main)

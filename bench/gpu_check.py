@@ -13,8 +13,11 @@ so the LM head and logits have realistic size), loaded in bf16 (``model_init_kwa
 gradient checkpointing as the GPU recipes). For each G it trains ``RemarkGRPOTrainer`` (union reward,
 K = 20, group scaling, ``bnpo``) and plain ``GRPOTrainer`` (a trivial scalar reward) on the same model,
 batch (``--prompts`` x G completions in one micro-batch, generation every step) and seed, ``--reps``
-times each in ABBA order (remark, plain, plain, remark, ...), each run ``--warmup`` untimed +
-``--steps`` timed steps (default 1 + 5). Per G and trainer it reports the median timed step over all its
+times each in ABBA order (remark, plain, plain, remark, ...; the next G starts with the other trainer:
+``pair_order``), each run ``--warmup`` untimed + ``--steps`` timed steps (default 1 + 5). Before the
+first timed run one whole run is made and discarded (``warmup_run`` in results.json; ``--no-warmup-run``
+skips it): the first run in a process pays one-time costs (kernel selection, allocator growth) that
+would otherwise land on whichever trainer goes first. Per G and trainer it reports the median timed step over all its
 runs with the spread (min, max, and the interquartile range), the ratio remark / plain per repetition
 (adjacent runs, so load that drifts cancels) and pooled, generation time (TRL's ``_generate``), loss time
 (forward + backward), completion tokens per step and per second, and peak GPU memory
@@ -72,10 +75,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
+from flags import bench_parser, run_script
 from timed_steps import KINDS, build_world, common_args, median_of, timed_run
 
 from catalog.shared.outputs import atomic_file, check_output_file
-from remark.run.tiny_model import TinySpec, realistic_spec
+from remark.config.tiny import TinySpec
+from remark.run.tiny_model import realistic_spec
 
 #: the ``catalog.shared.outputs.atomic_file`` kind of the files under ``--out``.
 OUTPUT_KIND = "gpu-check"
@@ -105,7 +110,7 @@ KEYS = (
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--out", required=True, help="folder for results.json, summary.md, profile.json")
     ap.add_argument(
         "--force", action="store_true", help="replace those files even if remark did not write them"
@@ -137,6 +142,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--continuous-batching",
         action="store_true",
         help="generate with transformers' continuous batching (a paged cache sized for the batch)",
+    )
+    ap.add_argument(
+        "--no-warmup-run",
+        action="store_true",
+        help="skip the untimed warm-up run before the first timed one (the process's first run is slower)",
     )
     ap.add_argument("--work-dir", default=None, help="where the model and data go (default: a temp dir)")
     ap.add_argument("--seed", type=int, default=0)
@@ -211,6 +221,13 @@ def cb_config(rows: int, max_prompt_tokens: int, max_completion: int) -> dict[st
     x 1.25 (transformers' default sizes it from the free device memory and rebuilds it every step)."""
     pages = -(-rows * (max_prompt_tokens + max_completion) // 256)
     return {"num_blocks": int(pages * 1.25) + 4, "max_batch_tokens": 4096}
+
+
+def pair_order(kinds: tuple[str, ...], g_index: int, rep: int) -> tuple[str, ...]:
+    """The trainers' order in repetition ``rep`` of the ``g_index``-th G: ABBA within a G (remark, plain,
+    plain, remark, ...), and each G starts with the trainer the previous G started second, so that a
+    deadline that cuts a G to one pair does not always time the same trainer first."""
+    return kinds if (g_index + rep) % 2 == 0 else kinds[::-1]
 
 
 def run_one(
@@ -497,9 +514,16 @@ def _check(a: argparse.Namespace, out: Path, cuda: bool, t_start: float, deadlin
     write_outputs(out, doc, force=a.force)
     kinds = ("remark",) if a.no_plain else KINDS
     last: tuple[int, float] | None = None  # (G, wall s of one run) of the last finished run
-    for g in a.group_sizes:
+    if not a.no_warmup_run:  # the process's first run pays one-time costs; it is timed for no trainer
+        warm = run_one(kinds[-1], a.group_sizes[0], -1, world, a, cuda, deadline)
+        doc["warmup_run"] = {k: warm.get(k) for k in ("kind", "G", "status", "wall_s", "error")}
+        if warm["status"] == "ok":
+            last = (warm["G"], warm["wall_s"])
+        print(f"warm-up run ({warm['kind']}, G={warm['G']}, untimed): {warm['wall_s']:.1f} s", flush=True)
+        write_outputs(out, doc, force=a.force)
+    for gi, g in enumerate(a.group_sizes):
         for rep in range(a.reps):
-            for kind in kinds if rep % 2 == 0 else kinds[::-1]:  # ABBA: remark, plain, plain, remark, ...
+            for kind in pair_order(kinds, gi, rep):
                 now = time.monotonic()
                 estimate = 0.0 if last is None else last[1] * g / last[0]
                 if now + estimate > deadline:
@@ -531,4 +555,4 @@ def _check(a: argparse.Namespace, out: Path, cuda: bool, t_start: float, deadlin
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -20,7 +20,6 @@ extrapolated. Ratios are against the naive loop measured in the same run.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import random
 import re
@@ -28,6 +27,8 @@ import string
 import sys
 import time
 from pathlib import Path
+
+from flags import bench_parser, run_script
 
 from catalog import GroundingSettings, Matcher, load_catalog, normalize_title
 from catalog.match import SCORERS
@@ -247,7 +248,7 @@ def speed(cat, queries, absent, args, rng: random.Random) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     ap.add_argument("--n-items", type=int, default=2000)
     ap.add_argument("--speed-n", type=int, default=20000)
@@ -278,4 +279,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -13,10 +13,10 @@ Prints markdown tables (copy into bench/RESULTS.md).
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
+from flags import bench_parser, run_script
 
 from remark.planning.curves import CurveParams, fit_curve
 from remark.planning.group_size import expected_signal_prob, signal_prob
@@ -65,7 +65,7 @@ def q_table() -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--seeds", type=int, default=100)
     args = ap.parse_args()
     curve_table(args.seeds)
@@ -74,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

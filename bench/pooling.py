@@ -18,7 +18,6 @@ Also timed, for context: ``pool_threads`` end to end, grounding the distinct tit
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from flags import bench_parser, run_script
 
 from data_prep.pool import pool_grounded
 from data_prep.schema import MESSAGES
@@ -136,7 +136,7 @@ def measured(fn):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--requests", type=int, default=100_000)
     ap.add_argument("--items", type=int, default=20_000)
@@ -216,4 +216,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -12,11 +12,11 @@ faster than (3) and under 5 ms.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
+from flags import bench_parser, run_script
 
 from remark.algos import encode_rows, names, per_responder, rank_advantages, rank_rewards
 from remark.oracles.rank_loops import random_rows, reference_advantages, reference_rewards
@@ -33,7 +33,7 @@ def _median_ms(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--requests", type=int, default=48)
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--k", type=int, default=20)
@@ -79,4 +79,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

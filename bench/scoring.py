@@ -63,10 +63,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
+from flags import add_output_flags, bench_parser, check_json_output, run_script
 from scoring_worker import FIELDS, digest
 from scoring_workloads import GROUP, K, Workload, build_tokenizer
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
+from catalog.shared.outputs import JSON_FORMATS, atomic_file
 from catalog.table import Catalog, load_catalog
 
 #: the ``catalog.shared.outputs.atomic_file`` kind of ``--json``.
@@ -255,15 +256,14 @@ def find_catalog(data: str | None) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--steps", type=int, default=5, help="timed steps per workload and cache state")
     ap.add_argument("--warm-steps", type=int, default=8, help="batches scored before the warm timed steps")
     ap.add_argument("--workloads", default="random,blurb,plain")
     ap.add_argument("--pool-workers", type=int, default=2, help="processes for wait_ms (0: serial)")
     ap.add_argument("--data", default=None, help="folder holding reddit-v2-catalog/gt_catalog.csv")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", default=None, help="write the results here (.json; new, or an earlier --json)")
-    ap.add_argument("--force", action="store_true", help="let --json replace a file remark did not write")
+    add_output_flags(ap)
     ap.add_argument(
         "--baseline",
         default=BASELINE_REV,
@@ -271,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     out = dict(formats=JSON_FORMATS, force=a.force, field="--json")
-    if a.json:
-        check_output_file(a.json, JSON_KIND, **out)  # before any timing
+    check_json_output(a, JSON_KIND)  # before any timing
     torch.set_num_threads(1)
     path = find_catalog(a.data)
     if path is None:
@@ -317,4 +316,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

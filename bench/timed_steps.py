@@ -31,8 +31,9 @@ from trl import GRPOConfig, GRPOTrainer
 
 from data_prep.dataset import PooledDataset, load_dataset
 from remark.config import RemarkGRPOConfig
+from remark.config.tiny import TinySpec
 from remark.run.sampling import training_dataset, training_rows
-from remark.run.tiny_model import TinySpec, build_tiny_model
+from remark.run.tiny_model import build_tiny_model
 from remark.step.trainer import RemarkGRPOTrainer
 
 KINDS = ("remark", "plain")

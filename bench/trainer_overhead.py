@@ -28,7 +28,7 @@ Breakdown per step (``time.perf_counter`` around the methods, on subclasses that
 - ``loss``: ``training_step`` minus input preparation (forward, loss, backward);
 - ``rest``: everything else in the step (the rest of TRL's scoring, optimizer step, bookkeeping).
 
-The model: a ~1M-parameter Qwen2 (``remark.run.tiny_model.TinySpec``) with a tokenizer trained on the catalog's
+The model: a ~1M-parameter Qwen2 (``remark.config.tiny.TinySpec``) with a tokenizer trained on the catalog's
 titles and the prompts, SFT-warmed for ``--sft-steps`` steps on ``noisy`` targets (``remark.run.sft``) so
 that it writes list-shaped "Title (Year)" lines (most of which ground only fuzzily or not at all, as
 early in RL); ``--sft-steps 0`` keeps random weights (garbage lines, completions run to the cap). The
@@ -55,18 +55,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import torch
+from flags import add_output_flags, bench_parser, check_json_output, run_script
 from gpu_check import profile_points, run_one
 from timed_steps import KINDS, World, build_world, common_args, median_of, timed_run
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file, check_output_file
-from remark.run.tiny_model import TinySpec
+from catalog.shared.outputs import JSON_FORMATS, atomic_file
+from remark.config.tiny import TinySpec
 
 #: the ``catalog.shared.outputs.atomic_file`` kinds of ``--json`` and ``--profile-out``.
 JSON_KIND, PROFILE_KIND = "bench-overhead", "bench-profile"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = bench_parser(__file__, __doc__)
     ap.add_argument("--reps", type=int, default=5, help="interleaved repetitions (each runs both trainers)")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per run")
     ap.add_argument("--warmup", type=int, default=1, help="steps dropped at the start of every run")
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--sft-steps", type=int, default=60, help="SFT warm-up steps (0 = random weights)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work-dir", default="/tmp/remark_overhead", help="world cache (data, model)")
-    ap.add_argument("--json", default=None, help="write all step records and the summary here")
+    add_output_flags(ap, "all step records and the summary")
     ap.add_argument(
         "--profile-out",
         default=None,
@@ -92,13 +93,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "(bench/gpu_check.py's format, for remark plan-group-size --profile; --reps 0 skips the comparison)",
     )
     ap.add_argument("--profile-group-sizes", default="4,8,16", help="G of the profile (default %(default)s)")
-    ap.add_argument(
-        "--force", action="store_true", help="let --json / --profile-out replace files remark did not write"
-    )
     a = ap.parse_args(argv)
-    for flag, path, kind in (("--json", a.json, JSON_KIND), ("--profile-out", a.profile_out, PROFILE_KIND)):
-        if path:  # before any timing
-            check_output_file(path, kind, formats=JSON_FORMATS, force=a.force, field=flag)
+    for flag, kind in (("--json", JSON_KIND), ("--profile-out", PROFILE_KIND)):
+        check_json_output(a, kind, flag)  # before any timing
 
     torch.set_num_threads(a.threads)
     load_before = os.getloadavg()
@@ -171,7 +168,7 @@ def write_cpu_profile(a: argparse.Namespace, world: World) -> dict[str, Any]:
     profile = {
         "device": f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"{torch.get_num_threads()} torch threads)",
-        "model": f"remark.run.tiny_model.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
+        "model": f"remark.config.tiny.TinySpec() (vocab {world.info.get('vocab')}), SFT-warmed {a.sft_steps} steps",
         "points": profile_points(runs, a.warmup),
         "settings": {
             "prompts": a.prompts,
@@ -260,4 +257,4 @@ def print_summary(s: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -1,4 +1,5 @@
-"""The sources ``remark prep`` reads (:func:`data_prep.readers.read_source`), with their domains.
+"""The sources ``remark prep`` reads (:func:`data_prep.readers.read_source`), with their domains, and the
+domains a dataset may have.
 
 Its own module, importing nothing, so that ``remark prep --help`` lists them without loading the readers
 (polars, numpy).
@@ -6,7 +7,9 @@ Its own module, importing nothing, so that ``remark prep --help`` lists them wit
 
 from __future__ import annotations
 
-#: source name -> (domain, what it reads)
+#: the domains of a dataset (``meta.json``'s ``domain``; each picks its prompt wording)
+DOMAINS = ("movie", "book", "music", "answer")
+#: source name -> (domain, what it reads); each has its reader in ``data_prep.readers.READERS``
 SOURCES: dict[str, tuple[str, str]] = {
     "protoqa": ("answer", "ProtoQA answer files (crowdsourced or scraped), iesl/protoqa-data"),
     "reddit": ("movie", "Rank-GRPO's processed Reddit-v2 rows (JSON lines or parquet)"),

@@ -104,6 +104,30 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def cpu_attention_head_sizes() -> list[int] | None:
+    """The head sizes vLLM's CPU attention supports, or None when vLLM runs on another platform."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return None
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+    return list(CPUAttentionBackend.get_supported_head_sizes())
+
+
+def cpu_head_size_problem(hidden_size: int, num_heads: int, head_dim: int | None = None) -> str | None:
+    """Why vLLM's CPU attention cannot run a model of this shape, or None (it can, or vLLM runs on another
+    platform). The head size is ``head_dim``, else ``hidden_size // num_heads``."""
+    size = head_dim or hidden_size // num_heads
+    sizes = cpu_attention_head_sizes()
+    if sizes is None or size in sizes:
+        return None
+    return (
+        f"vLLM's CPU attention supports head sizes {sizes}, and the model's is {size} "
+        f"(hidden_size {hidden_size} / {num_heads} heads)"
+    )
+
+
 def resolve_engine(engine: Engine) -> Literal["transformers", "vllm"]:
     """The engine to use; asking for vLLM without it installed is an error that says how to get it."""
     if engine == "vllm":

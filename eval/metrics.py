@@ -53,12 +53,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-MetricName = Literal["recall", "ndcg", "precision", "hit", "mrr"]
-METRICS: tuple[MetricName, ...] = ("recall", "ndcg", "precision", "hit", "mrr")
+from eval.metric_registry import METRICS, CutCounts, metric
+
+#: a name of ``eval.metric_registry.METRIC_REGISTRY``
+MetricName = str
 DEFAULT_KS: tuple[int, ...] = (5, 10, 15, 20)
 #: The largest cut-off (CRSLab reports up to 50; the prompt asks the model for max(k) items).
 MAX_K = 50
@@ -109,11 +110,11 @@ def check_filters(names: Sequence[str]) -> tuple[str, ...]:
 
 
 def check_metrics(metrics: Sequence[str]) -> tuple[MetricName, ...]:
-    """Validate metric names against :data:`METRICS` (the error lists the valid names)."""
+    """Validate metric names against ``eval.metric_registry.METRICS`` (the error lists the valid names)."""
     bad = [m for m in metrics if m not in METRICS]
     if bad or not metrics:
         raise ValueError(f"unknown metric(s) {bad or list(metrics)!r}; valid: {', '.join(METRICS)}")
-    return tuple(dict.fromkeys(metrics))  # type: ignore[arg-type]
+    return tuple(dict.fromkeys(metrics))
 
 
 def pad_lists(codes: np.ndarray, lengths: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -217,9 +218,9 @@ def metrics_at_k(
     """Per-row metrics from a hit matrix: ``{"recall@10": (R,) float64, ...}``.
 
     ``hits_RK`` bool/0-1, ``n_target_R`` = ``|T_r|`` (ints). Lists shorter than k count missing slots
-    as misses. Rows with ``|T_r| = 0`` get NaN for every metric. With ``c_k`` the hits in the first k
-    slots and ``f`` the 0-based index of the first hit: recall ``c_k/|T|``, precision ``c_k/k``, hit
-    ``1[c_k > 0]``, mrr ``1[c_k > 0] / (f + 1)``, ndcg ``DCG@k / IDCG@min(|T|, k)``.
+    as misses. Rows with ``|T_r| = 0`` get NaN for every metric. Each metric's value comes from its
+    ``eval.metric_registry`` entry, given the hits in the first k slots, the first hit's index, DCG@k and
+    IDCG@min(|T|, k).
 
     >>> h = np.array([[0, 1, 1]], dtype=bool)
     >>> {k: round(float(v[0]), 4) for k, v in metrics_at_k(h, np.array([2]), ks=[2]).items()}
@@ -245,15 +246,15 @@ def metrics_at_k(
     denom = np.where(valid, n_t, 1).astype(np.float64)
     out: dict[str, np.ndarray] = {}
     for k in ks:
-        c = cum[:, k - 1]
-        values = {
-            "recall": c / denom,
-            "precision": c / k,
-            "hit": (c > 0).astype(np.float64),
-            "mrr": np.where(c > 0, 1.0 / (first + 1.0), 0.0),
-            "ndcg": dcg[:, k - 1] / idcg_table[np.clip(np.minimum(n_t, k), 1, None)],
-        }
+        counts = CutCounts(
+            k=k,
+            hits=cum[:, k - 1],
+            n_targets=denom,
+            first=first.astype(np.float64),
+            dcg=dcg[:, k - 1],
+            idcg=idcg_table[np.clip(np.minimum(n_t, k), 1, None)],
+        )
         for name in names:
-            out[f"{name}@{k}"] = np.where(valid, values[name], np.nan)
+            out[f"{name}@{k}"] = np.where(valid, metric(name).value(counts), np.nan)
     # keep the documented order: metric-major, then k
     return {f"{m}@{k}": out[f"{m}@{k}"] for m in names for k in ks}

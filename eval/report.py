@@ -22,6 +22,7 @@ import numpy as np
 
 from catalog.shared.outputs import PLOT_FORMATS, atomic_file, atomic_write, file_format
 from catalog.shared.versions import versions_line
+from eval.metric_registry import metric_rank
 from eval.steps import Curve
 from eval.views import ALL_VIEWS
 
@@ -39,10 +40,11 @@ def _fmt(cell: Mapping[str, float] | None, scale: float = 1.0, digits: int = 4) 
 
 
 def _metric_order(names: Sequence[str]) -> list[str]:
+    """``metric@k`` names in the registry's order (``eval.metric_registry``), then by k."""
+
     def sort_key(name: str) -> tuple[int, int]:
         metric, k = name.split("@")
-        order = ("recall", "ndcg", "precision", "hit", "mrr")
-        return (order.index(metric) if metric in order else len(order), int(k))
+        return (metric_rank(metric), int(k))
 
     return sorted(set(names), key=sort_key)
 

@@ -43,10 +43,10 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from eval.metric_registry import METRICS, VALIDATION_METRICS, validation_ks
 from eval.metrics import (
     DEFAULT_KS,
     FILTERS,
-    METRICS,
     check_filters,
     check_ks,
     check_metrics,
@@ -67,6 +67,14 @@ ALL_VIEWS: tuple[View, ...] = (*VIEWS, "per_mention")
 #: Views whose rows are finer than requests, and the per-request column that counts them (the weight).
 WEIGHT_COLUMNS: dict[str, str] = {"per_responder": "n_rows", "per_mention": "n_mentions"}
 REQUIRED_COLUMNS = ("request_id", "seen", "responders", "union", "counts")
+
+
+def validation_metric_names(k: int) -> list[str]:
+    """Every metric the trainer's validation logs for lists of K items (``eval/...`` greedy, ``sampled/...``
+    sampled): the registry's validated metrics at ``validation_ks(k)`` on :data:`VIEWS`, e.g.
+    ``eval/recall@20/union``."""
+    keys = [f"{m}@{c}/{v}" for m in VALIDATION_METRICS for c in validation_ks(k) for v in VIEWS]
+    return [f"{prefix}/{key}" for prefix in ("eval", "sampled") for key in keys]
 
 
 def metric_key(metric_at_k: str, view: str, slot_filter: str | None = None) -> str:

@@ -78,7 +78,8 @@ TINY_TITLES = [
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """A ~1M-parameter Qwen2 model and a byte-level BPE tokenizer trained on a few titles, saved locally."""
-    from remark.run.tiny_model import TinySpec, build_tiny_model
+    from remark.config.tiny import TinySpec
+    from remark.run.tiny_model import build_tiny_model
 
     corpus = ["\n".join(TINY_TITLES[i:] + TINY_TITLES[:i]) for i in range(len(TINY_TITLES))]
     corpus += ["Recommend movies like Arrival, one per line as Title (Year)."] * 4

@@ -127,3 +127,67 @@ def test_the_graph_sees_imports_in_functions_type_checking_blocks_and_scripts():
     assert "catalog.equivalence" in graph["catalog"]  # only inside catalog/__init__'s TYPE_CHECKING block
     tree = {"m": {"n"}}
     assert find_cycle({**tree, "n": {"m"}}) == ["m", "n", "m"]
+
+
+#: The rooms of ``remark/``, lowest first: a module imports only from its own room and the rooms before it
+#: (lazy and ``TYPE_CHECKING`` imports included). ``remark`` is the package's ``__init__``; the loose
+#: modules ``recipes.py`` and ``diagnose.py`` are rooms of their own.
+ROOMS = [
+    "remark",
+    "algos",
+    "recipes",
+    "planning",
+    "scoring",
+    "config",
+    "step",
+    "run",
+    "models",
+    "diagnose",
+    "oracles",
+    "demo",
+    "cli",
+]
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "remark":
+        return None
+    return parts[1] if len(parts) > 1 else "remark"
+
+
+def upward_imports(graph: dict[str, set[str]], rooms: list[str]) -> list[str]:
+    """``a -> b`` for every import from a room into a later room of ``rooms`` (and of a room not listed)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = _room(module)
+        if here is None:
+            continue
+        for target in sorted(targets):
+            there = _room(target)
+            if there is None or there == here:
+                continue
+            if here not in rooms or there not in rooms or rooms.index(there) > rooms.index(here):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_every_room_of_remark_is_in_the_order():
+    rooms = {_room(m) for m in module_graph(["remark"])}
+    assert rooms == set(ROOMS), (
+        f"not in ROOMS: {sorted(rooms - set(ROOMS))}; gone: {sorted(set(ROOMS) - rooms)}"
+    )
+
+
+def test_no_import_runs_back_up_the_rooms_of_remark():
+    upward = upward_imports(module_graph(LAYERS), ROOMS)
+    assert not upward, "imports against the room order " + " < ".join(ROOMS) + ":\n" + "\n".join(upward)
+
+
+def test_the_room_check_sees_a_lazy_import_back_up():
+    graph = {
+        "remark.config.validate": {"remark.run.build_tiny", "remark.algos.registry"},
+        "remark.run.x": set(),
+    }
+    assert upward_imports(graph, ROOMS) == ["remark.config.validate -> remark.run.build_tiny"]
+    assert upward_imports({"remark.step.trainer": {"remark.config"}}, ROOMS) == []

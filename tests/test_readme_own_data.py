@@ -1,4 +1,4 @@
-"""The README's "Your own threads and your own model" block, run as written: a thread file in the README's
+"""docs/usage.md's "Your own threads and your own model" block, run as written: a thread file in the page's
 format, a catalog, ``remark prep`` -> ``stats`` -> ``sft`` -> ``train`` -> ``eval run`` on a tiny local model.
 
 Only what keeps it CPU-small is added: smaller ``max_steps`` and batches for ``remark train``.
@@ -28,8 +28,8 @@ SMALL += ["num_generations=4", "per_device_train_batch_size=8", "max_completion_
 
 def readme_section() -> tuple[list[dict], list[str]]:
     """(the JSON rows, the bash command lines) of the README section."""
-    text = (REPO / "README.md").read_text()
-    assert HEADING in text, "the README lost its own-data section"
+    text = (REPO / "docs" / "usage.md").read_text()
+    assert HEADING in text, "docs/usage.md lost its own-data section"
     body = text.split(HEADING, 1)[1].split("\n## ", 1)[0]
     (rows,) = re.findall(r"```json\n(.*?)```", body, flags=re.S)
     (commands,) = re.findall(r"```bash\n(.*?)```", body, flags=re.S)

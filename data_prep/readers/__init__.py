@@ -1,12 +1,13 @@
 """Readers: every source into the threads frame (+ the source's own catalog, + meta).
 
-``read_source(name, path, ...)`` dispatches by source name; :data:`SOURCES` lists them with their
-domain. Each reader is also importable on its own (``read_protoqa``, ``read_reddit``, ``read_redial``,
+``read_source(name, path, ...)`` calls the source's reader (:data:`READERS`); :data:`SOURCES` lists the
+sources with their domain, and a listed source without a reader is an error. Each reader is also importable on its own (``read_protoqa``, ``read_reddit``, ``read_redial``,
 ``read_threads``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from catalog.shared.errors import InputError
@@ -18,6 +19,7 @@ from data_prep.schema import Report, Threads
 from data_prep.sources import SOURCES
 
 __all__ = [
+    "READERS",
     "SOURCES",
     "check_not_empty",
     "combine",
@@ -29,6 +31,23 @@ __all__ = [
 ]
 
 
+#: A reader as ``read_source`` calls it: ``(path, items=, domain=, source=, report=) -> Threads``.
+Reader = Callable[..., Threads]
+
+#: source name -> its reader; every name of :data:`SOURCES` has one (``tests/data_prep/test_readers.py``)
+READERS: dict[str, Reader] = {
+    "protoqa": lambda path, *, items, domain, source, report: read_protoqa(path, items=items, report=report),
+    "reddit": lambda path, *, items, domain, source, report: read_reddit(
+        path, domain=domain, source=source, report=report
+    ),
+    "redial": lambda path, *, items, domain, source, report: read_redial(path, report=report),
+    "threads": lambda path, *, items, domain, source, report: read_threads(
+        path, domain=domain, report=report
+    ),
+}
+READERS["reddit-books"] = READERS["reddit-music"] = READERS["reddit"]
+
+
 def read_source(
     source: str,
     path: str | Path,
@@ -37,20 +56,19 @@ def read_source(
     domain: str | None = None,
     report: Report | None = None,
 ) -> Threads:
-    """Read ``path`` with the reader for ``source``; ``domain`` overrides the source's default."""
+    """Read ``path`` with the reader of ``source`` (:data:`READERS`); ``domain`` overrides the source's
+    default. A name of :data:`SOURCES` without a reader is an error, never a fallback to another reader."""
     if source not in SOURCES:
         raise InputError(f"unknown source {source!r}", field="source", hint=f"valid: {', '.join(SOURCES)}")
+    if source not in READERS:
+        raise NotImplementedError(
+            f"source {source!r} is listed in data_prep.sources.SOURCES but has no reader in "
+            "data_prep.readers.READERS"
+        )
     report = report or Report()
     dom = domain or SOURCES[source][0]
     skipped_before = sum(report.skipped.values())
-    if source == "protoqa":
-        threads = read_protoqa(path, items=items, report=report)  # type: ignore[arg-type]
-    elif source.startswith("reddit"):
-        threads = read_reddit(path, domain=dom, source=source, report=report)
-    elif source == "redial":
-        threads = read_redial(path, report=report)
-    else:
-        threads = read_threads(path, domain=dom, report=report)
+    threads = READERS[source](path, items=items, domain=dom, source=source, report=report)
     check_not_empty(threads, path, report, skipped_before)
     return threads
 

@@ -31,7 +31,6 @@ from data_prep.schema.columns import (
 )
 from data_prep.schema.messages import ROLES, normalize_prompt
 from data_prep.schema.tables import (
-    DOMAINS,
     IDS,
     MESSAGE,
     MESSAGES,
@@ -48,6 +47,7 @@ from data_prep.schema.tables import (
     Threads,
     flag_rows,
 )
+from data_prep.sources import DOMAINS
 
 __all__ = [
     "DOMAINS",

@@ -60,7 +60,6 @@ RESPONDER_ROWS_SCHEMA: dict[str, pl.DataType] = {
 
 SPLITS = ("train", "valid", "test")
 SPLIT_ALIASES = {"val": "valid", "validation": "valid", "dev": "valid", "training": "train", "eval": "test"}
-DOMAINS = ("movie", "book", "music", "answer")
 
 #: Years outside this range are treated as garbage (a typo or a wrong column), not as data.
 YEAR_MIN, YEAR_MAX = 1, 2100

@@ -231,9 +231,10 @@ def build_sft(cfg: dict[str, Any], out: Path) -> Path:
     from hooks import NO_CHECKPOINT  # beside this file
 
     from data_prep.dataset import load_dataset
+    from remark.config.tiny import TinySpec
     from remark.run.sampling import prompt_messages
     from remark.run.sft import SFTSettings, run_sft
-    from remark.run.tiny_model import TinySpec, build_tiny_model
+    from remark.run.tiny_model import build_tiny_model
 
     ds = load_dataset(out / "data" / "train")
     t0, c0 = time.monotonic(), cpu_seconds()

@@ -117,9 +117,9 @@ class Half(ValidationCallback):
     def measure(self, model: Any, tokenizer: Any, *, sampled: bool = False):
         """``ValidationCallback.measure`` with the generated lists taken from / given to ``lists``."""
         from eval.generate import render_prompts
+        from eval.metric_registry import VALIDATION_METRICS, validation_ks
         from eval.run import parse_and_ground
         from eval.views import VIEWS, score_lists, weighted_means
-        from remark.run.callbacks import VALIDATION_METRICS, validation_ks
 
         texts = render_prompts(tokenizer, self.requests["prompt"].to_list(), self.meta, self.k)
         mode = "sampled" if sampled else "greedy"

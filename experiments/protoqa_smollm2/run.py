@@ -700,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg["grpo"]["use_vllm"] and not vllm_installed() and a.stage in ("all", "train"):
         print(
             f"SKIPPED: grpo.use_vllm is true but this Python ({sys.executable}) has no vLLM: run it with "
-            ".venv-vllm/bin/python (README, 'vLLM on a CPU machine'), or pass --set grpo.use_vllm=false."
+            '.venv-vllm/bin/python (docs/setup.md, "vLLM on a CPU machine"), or pass --set grpo.use_vllm=false.'
         )
         return 0
     cfg["model"]["path"] = str(model)

@@ -9,7 +9,8 @@ entries must state (``meta``): a reward scheme says whether it returns one rewar
 per responder (``output``) and whether it reads the responder drawn for the group (``draws``), a scaling
 says which of TRL's ``scale_rewards`` values it equals (``trl``), a segmentation says which lines are
 reward slots (``reward_slots``: ``lines``, remark's parsed lines, or ``rank_grpo``, Rank-GRPO's published
-parser and hit rule, ``catalog.published``). Code that needs such a fact reads it from the registry
+parser and hit rule, ``catalog.published``), which reward schemes those slots define (``schemes``) and
+whether it leaves whitespace tokens without a rank (``filler``). Code that needs such a fact reads it from the registry
 (:func:`spec`), never from a scheme's name or a tensor's shape.
 
 >>> from remark.algos.registry import register, get
@@ -122,10 +123,12 @@ class TruncationFn(Protocol):
 class SegmentationFn(Protocol):
     """``fn(lines, offsets, *, k) -> rank_RT``: the rank of every completion token (``remark.algos.tokens``).
 
-    Its ``reward_slots`` meta says how ``remark.scoring.scorer.RankScorer`` finds the reward slots that
+    Its facts: ``reward_slots`` says how ``remark.scoring.scorer.RankScorer`` finds the reward slots that
     go with these token ranks: ``lines`` (every line of remark's parser, grounded with the run's
-    ``GroundingSettings``; every reward scheme) or ``rank_grpo`` (the lines Rank-GRPO's parser keeps,
-    matched by its verbatim test and +-year rule, ``catalog.published``; the ``responder`` scheme only)."""
+    ``GroundingSettings``) or ``rank_grpo`` (the lines Rank-GRPO's parser keeps, matched by its verbatim
+    test and +-year rule, ``catalog.published``); ``schemes`` names the reward schemes defined on those
+    slots (``"all"``, or a tuple of names: :func:`scheme_problem`); ``filler`` says whether a token can be
+    left with no rank and only whitespace (``FILLER``, the tokens ``filler_penalty`` acts on)."""
 
     def __call__(self, lines: Sequence[Sequence[Any]], offsets: Any, *, k: int) -> torch.Tensor: ...
 
@@ -214,9 +217,40 @@ define_kind("ratio", RatioFn)
 define_kind("objective", ObjectiveFn)
 define_kind("aggregation", AggregationFn)
 define_kind("truncation", TruncationFn)
+#: A segmentation's ``reward_slots`` fact: which lines are reward slots, and how they are matched.
+REWARD_SLOTS: dict[str, str] = {
+    "lines": "remark's parsed lines, grounded with the run's grounding settings",
+    "rank_grpo": "Rank-GRPO's published parser and hit rule, which define one responder's hits only",
+}
 define_kind(
-    "segmentation", SegmentationFn, meta={"reward_slots": ("lines", "rank_grpo")}, required=["reward_slots"]
+    "segmentation",
+    SegmentationFn,
+    meta={"reward_slots": tuple(REWARD_SLOTS), "schemes": None, "filler": (True, False)},
+    required=["reward_slots", "schemes", "filler"],
 )
+
+
+def scheme_problem(scheme: str, segmentation: str) -> tuple[str, str] | None:
+    """(why, what to do) when reward scheme ``scheme`` is not defined on the reward slots of
+    ``segmentation`` (its ``schemes`` fact: ``"all"`` or the names of the schemes it defines), else None.
+
+    The config's validation and ``remark.scoring.scorer.RankScorer`` both ask this, so the rule has one home.
+    """
+    entry = spec("segmentation", segmentation)
+    allowed = entry.meta["schemes"]
+    if allowed == "all" or scheme in allowed:
+        return None
+    everywhere = [d.name for d in describe("segmentation") if d.meta["schemes"] == "all"]
+    return (
+        f"reward_scheme {scheme!r} is not defined on segmentation {segmentation!r} (its reward slots are "
+        f"{REWARD_SLOTS[entry.meta['reward_slots']]})",
+        f"set reward_scheme: {' or '.join(allowed)}"
+        + (
+            f", or segmentation: {' or '.join(everywhere)} (where every scheme is defined)"
+            if everywhere
+            else ""
+        ),
+    )
 
 
 def _signature_error(kind: Kind, fn: Callable) -> str | None:

@@ -78,6 +78,8 @@ class LineSpan(Protocol):
     "segmentation",
     "lines",
     reward_slots="lines",
+    schemes="all",
+    filler=True,
     help="remark: the parser's line spans, one rule for reward slots and token ranks; blank lines hold no rank",
 )
 def token_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:
@@ -218,6 +220,8 @@ def _whitespace_only(
     "segmentation",
     "newlines",
     reward_slots="rank_grpo",
+    schemes=("responder",),
+    filler=False,
     help="Rank-GRPO as published: a token's rank counts the newlines before it; its parser's slots and hits (scheme responder only)",
 )
 def newline_rank_index(lines: Sequence[Sequence[LineSpan]], offsets: TokenOffsets, *, k: int) -> torch.Tensor:

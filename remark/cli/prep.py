@@ -42,7 +42,7 @@ READERS_ONLY = ("--catalog", "--domain", "--split-seed", "--split-by-time", "--s
 
 
 def add_parser(subparsers) -> None:
-    from data_prep.sources import SOURCES
+    from data_prep.sources import DOMAINS, SOURCES
 
     p = subparsers.add_parser(
         "prep",
@@ -69,7 +69,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
     p.add_argument("--items", choices=["raw", "clusters"], default=None, help="ProtoQA items (default raw)")
     add_grounding_flags(p, from_dataset=False)
-    p.add_argument("--domain", choices=["movie", "book", "music", "answer"], default=None, help="override")
+    p.add_argument("--domain", choices=DOMAINS, default=None, help="override")
     p.add_argument(
         "--split-fractions",
         default=None,

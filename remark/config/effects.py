@@ -89,6 +89,22 @@ def _v(cfg: Any, name: str) -> Any:
     return getattr(value, "value", value)
 
 
+def colocated_vllm(cfg: Any) -> bool:
+    """Whether generation runs on a vLLM engine inside the training process (``use_vllm`` with
+    ``vllm_mode: colocate``): the engine remark's ``vllm_*`` settings configure and validation can reuse.
+    ``cfg`` is the config, or the trainer (which carries both fields)."""
+    return bool(_v(cfg, "use_vllm")) and _v(cfg, "vllm_mode") == "colocate"
+
+
+def _segmentation_fact(cfg: Any, fact: str) -> Any:
+    """A fact the configured segmentation declares in the registry (``remark.algos.registry``), or None
+    for a name the registry does not know (the validation reports it)."""
+    from remark.algos.registry import declared
+
+    entry = {d.name: d for d in declared("segmentation")}.get(_v(cfg, "segmentation"))
+    return None if entry is None else entry.meta.get(fact)
+
+
 def _on_policy(cfg: Any) -> bool:
     """Every batch is used once, by the policy that sampled it: importance ratios are 1.
 
@@ -339,10 +355,10 @@ EFFECTS: tuple[Effect, ...] = (
     Effect(
         ("filler_penalty",),
         ("segmentation",),
-        lambda c: _v(c, "segmentation") == "lines",
+        lambda c: bool(_segmentation_fact(c, "filler")),
         "with segmentation={segmentation!r}",
-        "Rank-GRPO's newline counter gives every token a slot, so no token is filler",
-        "drop it, or use segmentation: lines",
+        "that segmentation gives every token a slot, so no token is filler",
+        "drop it, or use a segmentation with filler tokens (segmentation: lines)",
         severity="notice",
     ),
     Effect(

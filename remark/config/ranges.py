@@ -174,7 +174,7 @@ RANGES: dict[str, Bound] = {
     "lora_r": Bound(1, why="the adapter's rank, e.g. 16", kind=int),
     "lora_alpha": Bound(0, low_open=True, why="e.g. 2 x lora_r"),
     "lora_dropout": Bound(0, 1, high_open=True, why="a dropout probability, e.g. 0.05"),
-    # --- config: build_tiny's keys (remark.run.build_tiny.TINY_DEFAULTS) ----------------------------------
+    # --- config: build_tiny's keys (remark.config.tiny.TINY_DEFAULTS) ----------------------------------
     "build_tiny.n_requests": INT_1,
     "build_tiny.n_items": Bound(MIN_SYNTHETIC_ITEMS, why="the synthetic world's genres need them", kind=int),
     "build_tiny.relevant_size": Bound(1, why="[min, max] relevant items per request", kind=int),

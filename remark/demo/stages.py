@@ -214,7 +214,8 @@ def tokenizer_corpus(ds, k: int, *, seed: int = 0, repeats: int = 10, train_item
 
 def build_model(ds, out_dir: Path, s: DemoSettings) -> Path:
     """Tokenizer + random-init tiny Qwen2 under ``out_dir`` (``remark.run.tiny_model``)."""
-    from remark.run.tiny_model import TinySpec, build_tiny_model
+    from remark.config.tiny import TinySpec
+    from remark.run.tiny_model import build_tiny_model
 
     return build_tiny_model(
         out_dir,

@@ -25,13 +25,16 @@ from catalog.oracles.published import loop_hits, loop_slots, loop_verbatim_id
 from catalog.parse import parse_list
 from catalog.table import Catalog
 from remark.algos import per_responder, spec
+from remark.algos.registry import scheme_problem
 from remark.oracles.rank_loops import reference_rewards
 from remark.oracles.token_loops import LoopOffsetMapper, loop_end_index, loop_newline_ranks, loop_token_ranks
-from remark.scoring.scorer import PUBLISHED_SCHEME_HINT, Done, ScoredRows, published_scheme_error
+from remark.scoring.scorer import Done, ScoredRows
 
-__all__ = ["OracleScorer"]
+__all__ = ["TOKEN_RANK_LOOPS", "OracleScorer"]
 
-_TOKEN_RANKS = {"lines": loop_token_ranks, "newlines": loop_newline_ranks}
+#: segmentation -> its token ranks written as a loop from the segmentation's definition (every registered
+#: segmentation has one: ``tests/remark/scoring/test_scorer_oracle.py``)
+TOKEN_RANK_LOOPS = {"lines": loop_token_ranks, "newlines": loop_newline_ranks}
 
 
 class OracleScorer:
@@ -57,10 +60,15 @@ class OracleScorer:
             eos_token_ids = [] if tokenizer.eos_token_id is None else [tokenizer.eos_token_id]
         self.eos_ids = [int(i) for i in eos_token_ids]
         self.k, self.scheme, self.seed = k, scheme, seed
-        self.token_ranks = _TOKEN_RANKS[segmentation]
+        if segmentation not in TOKEN_RANK_LOOPS:
+            raise ValueError(
+                f"no loop oracle for segmentation {segmentation!r}: add its case to TOKEN_RANK_LOOPS in "
+                "remark/oracles/scorer.py"
+            )
+        self.token_ranks = TOKEN_RANK_LOOPS[segmentation]
         self.published = spec("segmentation", segmentation).meta["reward_slots"] == "rank_grpo"
-        if self.published and scheme != "responder":
-            raise ValueError(f"{published_scheme_error(scheme, segmentation)}: {PUBLISHED_SCHEME_HINT}")
+        if (problem := scheme_problem(scheme, segmentation)) is not None:
+            raise ValueError(": ".join(problem))
         self.year_tolerance = self.matcher.settings.year_tolerance
         rows = catalog.df.select("item_id", "title", "year", "popularity").rows()
         # catalog rows, the more popular first, then the smaller id (unknown popularity last)

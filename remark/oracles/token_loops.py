@@ -7,6 +7,7 @@ shared code: the fast paths are checked against these on generated texts and tok
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,10 +54,15 @@ class LoopOffsetMapper:
         raise ValueError("could not find a single-token anchor in this tokenizer's vocabulary")
 
     def _piece(self, token: int, first: bool) -> str | None:
+        return self._run_text([token], first)
+
+    def _run_text(self, tokens: list[int], first: bool) -> str | None:
+        """The text of ``tokens`` as a piece of the row: decoded alone at the row's start, else decoded
+        after the anchor with the anchor's text removed (None when the decode does not begin with it)."""
+        decoded = self._decode([tokens if first else [self._anchor, *tokens]])[0]
         if first:
-            return self._decode([[token]])[0]
-        s = self._decode([[self._anchor, token]])[0]
-        return s[len(self._anchor_text) :] if s.startswith(self._anchor_text) else None
+            return decoded
+        return decoded.removeprefix(self._anchor_text) if decoded.startswith(self._anchor_text) else None
 
     def __call__(self, completion_ids: Sequence[Sequence[int]]) -> TokenOffsets:
         rows = [[int(i) for i in row] for row in completion_ids]
@@ -84,41 +90,44 @@ class LoopOffsetMapper:
         return TokenOffsets(texts=texts, start_RT=start, end_RT=end, n_fallback=n_fallback)
 
     def _fallback_ends(self, row: list[int], text: str, pieces: list[str | None]) -> list[int]:
-        n, ends, pos, i = len(row), [0] * len(row), 0, 0
-        while i < n:
+        """The class docstring's repair, token after token: a token whose piece is the text at the current
+        position ends after it; else the matching run's tokens end where the token before them did and
+        its last token after the run; with no run, each remaining token ends where its prefix's decode
+        stops agreeing with the text. Ends never decrease, and the last is the text's length."""
+        ends: list[int] = []
+        pos = 0
+        while len(ends) < len(row):
+            i = len(ends)
             piece = pieces[i]
-            if piece is not None and text.startswith(piece, pos):
+            if piece is not None and text[pos : pos + len(piece)] == piece:
                 pos += len(piece)
-                ends[i] = pos
-                i += 1
-                continue
-            run = self._matching_run(row, i, text, pos)
-            if run is None:
-                for t in range(i, n):
-                    ends[t] = _common_prefix_len(self._decode([row[: t + 1]])[0], text)
-                break
-            j, pos = run
-            for t in range(i, j):
-                ends[t] = ends[i - 1] if i else 0
-            ends[j] = pos
-            i = j + 1
-        for t in range(1, n):  # offsets never go backwards
-            ends[t] = max(ends[t], ends[t - 1])
+                ends.append(pos)
+            elif (run := self._matching_run(row, i, text, pos)) is not None:
+                j, pos = run
+                ends += [ends[-1] if ends else 0] * (j - i) + [pos]
+            else:
+                ends += [
+                    _common_prefix_len(self._decode([row[: t + 1]])[0], text) for t in range(i, len(row))
+                ]
+        ends = list(itertools.accumulate(ends, max))
         ends[-1] = len(text)
         return ends
 
     def _matching_run(self, row: list[int], i: int, text: str, pos: int) -> tuple[int, int] | None:
-        for j in range(i + 1, min(i + 8, len(row))):
-            if i == 0:
-                unit = self._decode([row[: j + 1]])[0]
-            else:
-                unit = self._decode([[self._anchor, *row[i : j + 1]]])[0]
-                if not unit.startswith(self._anchor_text):
-                    continue
-                unit = unit[len(self._anchor_text) :]
-            if unit and "\ufffd" not in unit and text.startswith(unit, pos):
-                return j, pos + len(unit)
-        return None
+        """The docstring's run rule: of the runs ``row[i..j]`` of 2 to 8 tokens (within the row), the
+        shortest whose text as a piece is whole characters (non-empty, no U+FFFD) and is what ``text``
+        holds at ``pos``; returned as (j, the position after it), or None."""
+        last = min(i + 7, len(row) - 1)
+        runs = {j: self._run_text(row[i : j + 1], first=i == 0) for j in range(i + 1, last + 1)}
+        fits = [
+            j
+            for j, piece in runs.items()
+            if piece and "\ufffd" not in piece and text[pos : pos + len(piece)] == piece
+        ]
+        if not fits:
+            return None
+        j = min(fits)
+        return j, pos + len(runs[j])
 
 
 def _line_stop(text: str, end: int) -> int:

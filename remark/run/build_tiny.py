@@ -18,54 +18,10 @@ from typing import Any
 
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, atomic_write, check_output_dir, output_kind
+from remark.config.tiny import TinySpec, check_build_tiny
 
-TINY_DEFAULTS: dict[str, Any] = {
-    "n_requests": 300,
-    "n_items": 48,
-    "relevant_size": [6, 10],
-    "seed": 0,
-    "sft_epochs": 8,
-    "sft_lr": 3e-3,
-    "sft_targets": "union",
-    "spec": {"vocab_size": 1024, "hidden_size": 96, "intermediate_size": 384},
-}
 #: the ``catalog.shared.outputs.atomic_dir`` kind of ``assets/base_model`` (``sft_model``: ``remark.run.sft.SFT_KIND``).
 TINY_MODEL_KIND = "tiny-model"
-
-
-def check_build_tiny(value: dict[str, Any]) -> dict[str, Any]:
-    """``value`` over :data:`TINY_DEFAULTS`, checked (the config's validation calls this before anything
-    runs): known keys (``spec``'s are ``TinySpec``'s fields), each of its default's type, each number in
-    its ``build_tiny.KEY`` row of ``remark.config.ranges.RANGES``; else ``InputError(field="build_tiny")``."""
-    from dataclasses import fields
-
-    from remark.config.ranges import check_build_tiny_ranges
-    from remark.run.tiny_model import TinySpec
-
-    opts = {**TINY_DEFAULTS, **value}
-    spec_keys = [f.name for f in fields(TinySpec)]
-    for found, valid, where in (
-        (opts, TINY_DEFAULTS, "build_tiny"),
-        (opts["spec"] if isinstance(opts["spec"], dict) else {}, spec_keys, "build_tiny.spec"),
-    ):
-        unknown = set(found) - set(valid)
-        if unknown:
-            raise InputError(
-                f"unknown {where} keys {sorted(unknown)}", field="build_tiny", hint=f"valid: {sorted(valid)}"
-            )
-    for key, default in TINY_DEFAULTS.items():  # each value has its default's type (checked before building)
-        value_ = opts[key]
-        if type(value_) is not type(default) and not (type(default) is float and type(value_) is int):
-            raise InputError(
-                f"build_tiny.{key} = {value_!r} is not {type(default).__name__} like its default {default!r}",
-                field="build_tiny",
-            )
-    for key, number in opts["spec"].items():
-        kind = next(f.type for f in fields(TinySpec) if f.name == key)
-        if isinstance(number, bool) != (kind in (bool, "bool")) or not isinstance(number, int):
-            raise InputError(f"build_tiny.spec.{key} = {number!r} is not {kind}", field="build_tiny")
-    check_build_tiny_ranges(opts)
-    return opts
 
 
 def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
@@ -77,7 +33,7 @@ def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
     from data_prep.dataset import DATASET_KIND
     from data_prep.synthetic import build_dataset
     from remark.run.sft import SFT_KIND, SFTSettings, run_sft
-    from remark.run.tiny_model import TinySpec, build_tiny_model
+    from remark.run.tiny_model import build_tiny_model
 
     opts = check_build_tiny(cfg.build_tiny or {})
     root = Path(cfg.output_dir) / "assets"

@@ -47,21 +47,9 @@ from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, atomic_write
 from data_prep.dataset import PooledDataset
 from eval.generate import GenerationConfig, render_prompts, transformers_runner, vllm_runner
+from eval.metric_registry import VALIDATION_METRICS, validation_ks
 from eval.run import parse_and_ground
 from eval.views import VIEWS, score_lists, weighted_means
-
-VALIDATION_METRICS = ("recall", "ndcg")
-
-
-def validation_ks(k: int) -> tuple[int, ...]:
-    """The cut-offs validation logs for lists of K items: 5, 10 and 20 where <= K, and K itself."""
-    return tuple(sorted({c for c in (5, 10, 20) if c <= k} | {k}))
-
-
-def validation_metric_names(k: int) -> list[str]:
-    """Every metric validation logs (``eval/...`` greedy, ``sampled/...`` sampled), e.g. ``eval/recall@20/union``."""
-    keys = [f"{m}@{c}/{v}" for m in VALIDATION_METRICS for c in validation_ks(k) for v in VIEWS]
-    return [f"{prefix}/{key}" for prefix in ("eval", "sampled") for key in keys]
 
 
 class ValidationCallback(TrainerCallback):

@@ -25,6 +25,7 @@ from typing import Any
 
 from catalog.shared.outputs import atomic_write
 from data_prep.card import card_header
+from remark.algos.registry import offered
 
 CARD_JSON = "card.json"
 #: the metric keys a card shows (others stay in the eval tables)
@@ -115,15 +116,14 @@ def model_card(context: dict[str, Any], *, kind: str, step: int | None, total_st
             "pipeline_tag": "text-generation",
         }
     )
-    who = {
-        "union": "ReMaRk's union rank rewards (a slot is a hit when any responder named its item)",
-        "responder": "Rank-GRPO's rank rewards (one responder's items)",
-    }
+    helps = {d.name: d.help for d in offered("reward")}  # the registry's one-line help of each scheme
     lines = [
         f"# {kind}: step {step if step is not None else 'n/a'} of {total_steps}",
         "",
         f"A ranked-list recommender fine-tuned with remark's rank-level GRPO, "
-        f"{who.get(scheme, f'the {scheme!r} reward scheme')}, from `{context['base_model']}`"
+        f"reward scheme `{scheme}`"
+        + (f" ({helps[scheme]})" if scheme in helps else "")
+        + f", from `{context['base_model']}`"
         + (
             " as a LoRA adapter: load it on that base (`remark eval run --model` this folder)."
             if lora

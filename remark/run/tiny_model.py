@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
+
+from remark.config.tiny import TinySpec
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -20,20 +22,6 @@ CHATML_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 SPECIAL_TOKENS = ["<pad>", "<unk>", "<|im_start|>", "<|im_end|>"]
-
-
-@dataclass(frozen=True)
-class TinySpec:
-    """Shape of the tiny model. Defaults: ~1M parameters, as in docs/experiments (CPU scale)."""
-
-    vocab_size: int = 4096
-    hidden_size: int = 128
-    intermediate_size: int = 512
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
-    max_position_embeddings: int = 1024
-    tie_word_embeddings: bool = True
 
 
 def train_tokenizer(corpus: Iterable[str], vocab_size: int = 4096):

@@ -41,6 +41,7 @@ from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, atomic_write
 from catalog.shared.versions import package_versions
 from remark.config import RemarkGRPOConfig
+from remark.config.effects import colocated_vllm
 from remark.run.build_tiny import build_tiny_assets
 from remark.run.cards import set_card_total, write_folder_card
 from remark.run.output_dir import (
@@ -52,6 +53,7 @@ from remark.run.output_dir import (
     resume_checkpoint,
     resume_group_size,
     resume_message,
+    write_run_card,
 )
 
 __all__ = ["FINAL_KIND", "policy_model", "run_training", "validation_engine"]
@@ -89,7 +91,7 @@ def validation_engine(cfg: RemarkGRPOConfig) -> str:
     when training generates with one, else transformers."""
     if cfg.validation_engine != "auto":
         return cfg.validation_engine
-    return "vllm" if cfg.use_vllm and cfg.vllm_mode == "colocate" else "transformers"
+    return "vllm" if colocated_vllm(cfg) else "transformers"
 
 
 def run_training(
@@ -234,6 +236,7 @@ def _run_training(
         processing_class=tokenizer,
         callbacks=callbacks + extra,
         peft_config=peft_config,
+        card_writer=write_run_card,
     )
     out = Path(cfg.output_dir)
     command = command or "run_training (Python API)"
@@ -326,6 +329,6 @@ def published_notes(segmentation: str, used: Any) -> list[str]:
     if used.match_mode != "exact":
         out.append(
             "note: Rank-GRPO's ground truth is its dataset's (title, year) pairs as written: prepare the data with "
-            "--match-mode exact to score against those (README, Rank-GRPO as published)"
+            '--match-mode exact to score against those (docs/method.md, "Rank-GRPO as published")'
         )
     return out

@@ -46,6 +46,7 @@ from catalog.published import VerbatimIndex, published_credit, published_slots_m
 from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, encode_rows, per_responder, rewards_RNK, spec
 from remark.algos.offsets import FlatRows
+from remark.algos.registry import scheme_problem
 from remark.algos.tokens import first_end_index
 
 #: The dataset columns a scorer reads from each row (``RankScorer.assemble``); the rest stay with TRL.
@@ -188,9 +189,9 @@ class RankScorer:
         self.reward_slots = entry.meta["reward_slots"]
         #: Rank-GRPO's verbatim (title, year) index, for ``reward_slots == "rank_grpo"`` (else None)
         self.verbatim: VerbatimIndex | None = None
+        if (problem := scheme_problem(scheme, segmentation)) is not None:
+            raise ValueError(": ".join(problem))
         if self.reward_slots == "rank_grpo":
-            if scheme != "responder":
-                raise ValueError(f"{published_scheme_error(scheme, segmentation)}: {PUBLISHED_SCHEME_HINT}")
             self.verbatim = VerbatimIndex(catalog)
         self.year_tolerance = self.matcher.settings.year_tolerance
         self.seed = seed
@@ -305,21 +306,6 @@ class RankScorer:
             n_lines_R=enc.n_lines_R,
             n_fallback=stages.n_fallback,
         )
-
-
-#: what to do about :func:`published_scheme_error`
-PUBLISHED_SCHEME_HINT = (
-    "set reward_scheme: responder (and sampling: per_responder, Rank-GRPO's rows), or segmentation: lines "
-    "(remark's reward slots, where every scheme is defined)"
-)
-
-
-def published_scheme_error(scheme: str, segmentation: str) -> str:
-    """Why ``scheme`` cannot score the reward slots of ``segmentation`` (``reward_slots == "rank_grpo"``)."""
-    return (
-        f"reward_scheme {scheme!r} is not defined on segmentation {segmentation!r} (its reward slots are "
-        "Rank-GRPO's published parser and hit rule, which define one responder's hits only)"
-    )
 
 
 def scored_items(responders: Sequence[Sequence[Sequence[Any]]], responder_index: Sequence[int]) -> list:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from trl import GRPOTrainer
 
 from catalog.table import Catalog
 from remark.config import RemarkGRPOConfig
+from remark.config.effects import colocated_vllm
 from remark.scoring.reward import RankReward
 from remark.scoring.scorer import RankScorer
 from remark.step.checkpoint import SafeCheckpointMixin
@@ -80,11 +82,16 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, VLLMEngineMixin, GRPOTrainer):
         callbacks: list | None = None,
         peft_config: Any = None,
         rollout_func: Any = None,
+        card_writer: Callable[[str, str], bool] | None = None,
     ) -> None:
+        """``card_writer(output_dir, text) -> bool`` writes TRL's draft model card (False: it was not the
+        run's to write); without one no draft card is written, so a trainer built outside ``remark train``
+        never touches a ``README.md`` in its output folder."""
         if not isinstance(args, RemarkGRPOConfig):
             raise TypeError("RemarkGRPOTrainer needs a RemarkGRPOConfig (remark.config.load_config)")
         self.rank_reward = RankReward()
-        if args.use_vllm and args.vllm_mode == "colocate":
+        self.card_writer = card_writer
+        if colocated_vllm(args):
             _note_cpu_kv_cache(args)
         super().__init__(
             model=model,
@@ -133,13 +140,11 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, VLLMEngineMixin, GRPOTrainer):
         )
 
     def create_model_card(self, model_name: Any = None, dataset_name: Any = None, tags: Any = None) -> None:
-        """TRL's draft card, ``output_dir/README.md``, written atomically as a file the run owns
-        (``remark.run.output_dir.write_run_card``): a ``README.md`` the run did not write is never replaced."""
-        if not self.is_world_process_zero():
+        """TRL's draft card, ``output_dir/README.md``, handed to the ``card_writer`` (``remark train``'s writes
+        it atomically as a file the run owns, and never replaces a ``README.md`` the run did not write)."""
+        if self.card_writer is None or not self.is_world_process_zero():
             return
         import tempfile
-
-        from remark.run.output_dir import write_run_card
 
         out = self.args.output_dir
         with (
@@ -151,7 +156,7 @@ class RemarkGRPOTrainer(SafeCheckpointMixin, VLLMEngineMixin, GRPOTrainer):
             finally:
                 self.args.output_dir = out
             text = (Path(scratch) / "README.md").read_text(encoding="utf-8")
-        if not write_run_card(out, text):
+        if not self.card_writer(out, text):
             logger.info("%s/README.md is not the run's: TRL's draft model card was not written", out)
 
     # -- steps 1 and 2: TRL's round (which scores), then the rank step ------------------------------------

@@ -51,6 +51,8 @@ from typing import Any
 import torch
 from trl.generation import vllm_generation as trl_vllm
 
+from remark.config.effects import colocated_vllm
+
 logger = logging.getLogger(__name__)
 
 SYNC_METHODS = ("auto", "reload", "load_weights")
@@ -191,29 +193,19 @@ def engine_dtype(model: Any, *, bf16: bool = False, fp16: bool = False) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def cpu_attention_head_sizes() -> list[int] | None:
-    """The head sizes vLLM's CPU attention supports, or None when vLLM runs on another platform."""
-    from vllm.platforms import current_platform
-
-    if not current_platform.is_cpu():
-        return None
-    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
-
-    return list(CPUAttentionBackend.get_supported_head_sizes())
-
-
 def check_engine_model(model: Any) -> None:
     """Refuse, before the engine starts, a model whose attention head size vLLM's CPU backend lacks (its
     own error comes from deep inside the engine start)."""
     from catalog.shared.errors import InputError
+    from eval.generate import cpu_head_size_problem
 
     config = model.config
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    sizes = cpu_attention_head_sizes()
-    if sizes is not None and head_dim not in sizes:
+    problem = cpu_head_size_problem(
+        config.hidden_size, config.num_attention_heads, getattr(config, "head_dim", None)
+    )
+    if problem is not None:
         raise InputError(
-            f"vLLM's CPU attention supports head sizes {sizes}; the model {model.name_or_path} has {head_dim} "
-            f"(hidden_size {config.hidden_size} / {config.num_attention_heads} heads)",
+            f"{problem}: the model {model.name_or_path}",
             field="use_vllm",
             hint="use a model with a supported head size (build_tiny: spec hidden_size / num_attention_heads "
             ">= 32), or use_vllm: false",
@@ -306,7 +298,7 @@ class VLLMEngineMixin:
     def colocated_engine(self) -> Any:
         """The colocated ``vllm.LLM`` holding the policy's current weights (synced first when an
         optimizer step has passed since the last sync, as TRL's generation would), or None without one."""
-        if not (getattr(self, "use_vllm", False) and self.vllm_mode == "colocate"):
+        if not colocated_vllm(self):
             return None
         if self.state.global_step != self._last_loaded_step:
             self.vllm_generation.sync_weights()

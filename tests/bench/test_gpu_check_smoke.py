@@ -32,6 +32,7 @@ def test_gpu_check_smoke_writes_results_and_a_usable_profile(tmp_path, capsys):
     results = json.loads((out / "results.json").read_text())
     assert results["settings"]["smoke"] is True
     assert results["skipped"] == []
+    assert results["warmup_run"]["status"] == "ok"  # untimed, and in no run's medians
     runs = {(r["kind"], r["G"]): r for r in results["runs"]}
     assert set(runs) == {(kind, g) for kind in ("remark", "plain") for g in (4, 8, 16)}
     for (kind, g), r in runs.items():

@@ -165,8 +165,8 @@ def test_protoqa_urls_are_pinned_to_the_recorded_commit():
 
 
 def test_fetch_protoqa_holds_every_file_the_readme_reads():
-    """The README's ProtoQA session reads data/protoqa/<file>: `remark data fetch protoqa` must write each."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """The ProtoQA session (docs/usage.md) reads data/protoqa/<file>: `remark data fetch protoqa` must write each."""
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text()
     read = set(re.findall(r"data/protoqa/([\w./-]+\.jsonl)", readme))
     assert "dev/dev.predictions.human.jsonl" in read  # the session scores the human predictions
     assert read <= {r.dest for r in DATASETS["protoqa"]}

@@ -228,3 +228,23 @@ def test_combine_sets_splits_per_input(tmp_path):
     both = combine([a, b], splits=["train", "test"])
     assert both.frame["split"].to_list() == ["train", "train", "test"]
     assert both.frame["file"].to_list()[-1].endswith("b.jsonl")
+
+
+def test_every_source_has_its_reader():
+    from data_prep.readers import READERS, SOURCES
+
+    assert set(READERS) == set(SOURCES), (
+        f"sources without a reader: {sorted(set(SOURCES) - set(READERS))}; "
+        f"readers of no source: {sorted(set(READERS) - set(SOURCES))}"
+    )
+
+
+def test_a_source_without_a_reader_is_an_error_not_a_threads_file(tmp_path, monkeypatch):
+    from data_prep.readers import SOURCES
+
+    monkeypatch.setitem(SOURCES, "newsource", ("movie", "a source whose reader was not written"))
+    path = write_jsonl(
+        tmp_path / "t.jsonl", [{"request_id": "r", "prompt": "p", "responder_id": "a", "title": "X"}]
+    )
+    with pytest.raises(NotImplementedError, match=r"source 'newsource' .* has no reader"):
+        read_source("newsource", path)

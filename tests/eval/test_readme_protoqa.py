@@ -12,7 +12,7 @@ import shlex
 import pytest
 
 from remark.cli.main import main
-from tests.test_readme import REPO, readme_commands
+from tests.test_readme import REPO, manual_text, readme_commands
 
 pytestmark = pytest.mark.data
 
@@ -39,7 +39,7 @@ def test_readme_protoqa_example_scores_all_52_questions_and_its_figures(data_dir
     assert result["n_requests"] == result["n_predictions"] == 52
     assert result["requests_by_split"] == {"test": 3, "train": 42, "valid": 7}
     assert result["warnings"] == {} and result["settings"]["split"] == "all"
-    readme = (REPO / "README.md").read_text()
+    readme = manual_text()
     for k in (1, 10):
         cell = result["per_responder"][f"recall@{k}"]
         quoted = f"recall@{k} = {cell['mean']:.4f} [{cell['ci_low']:.4f}, {cell['ci_high']:.4f}]"
@@ -67,7 +67,7 @@ def test_readme_protoqa_group_size_plan_is_what_the_commands_print(data_dir, tmp
     assert main([*cmds[2], "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     chosen = next(c for c in plan["candidates"] if c["G"] == plan["recommended_G"])
-    readme = " ".join((REPO / "README.md").read_text().split())  # line breaks as spaces
+    readme = " ".join(manual_text().split())  # line breaks as spaces
     quoted = (
         f"it recommends G = {plan['recommended_G']}, where a group carries signal with probability "
         f"q = {chosen['q']:.3f} (mean pass rate {plan['mean_pass_rate']:.3f})"

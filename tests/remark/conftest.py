@@ -89,7 +89,8 @@ def hand_dataset(tmp_path):
 
 def build_hand_model(out_dir, prompts):
     """A tiny model whose tokenizer knows the hand catalog's titles (and ``prompts``)."""
-    from remark.run.tiny_model import TinySpec, build_tiny_model
+    from remark.config.tiny import TinySpec
+    from remark.run.tiny_model import build_tiny_model
 
     lines = [f"{t} ({y})" for t, y in HAND_ITEMS.values()] + ["Xyz (1990)", "Qrs (1991)"]
     corpus = ["\n".join(lines[i:] + lines[:i]) for i in range(len(lines))] * 3

@@ -242,3 +242,27 @@ def test_notices_of_one_row_and_origin_are_one_line_and_secrets_are_not_shown(ba
             _with(cfg, {"hub_token": "hf_secret"}), {"hub_token": "hf_secret"}, {"hub_token": Origin("--set")}
         )
     assert "hf_secret" not in str(err.value) and "hub_token=<hidden>" in str(err.value)
+
+
+def test_the_colocated_engine_fields_follow_the_one_rule_through_load_config(tmp_path):
+    """``vllm_kv_cache_gib`` and ``vllm_enforce_eager`` are conditional in this table alone: switched off by a
+    later ``--set use_vllm=false`` they are notices like their siblings; switched off in their own file, an
+    error naming the field."""
+    from remark.config import load_config
+
+    common = "output_dir: {out}\nloss_type: bnpo\nscale_rewards: group\nuse_cpu: true\nbf16: false\n"
+    engine = "vllm_mode: colocate\nvllm_kv_cache_gib: 0.5\nvllm_enforce_eager: true\n"
+    path = tmp_path / "run.yaml"
+    path.write_text(common.format(out=tmp_path / "run") + "use_vllm: true\n" + engine)
+    notes: list = []
+    cfg = load_config(path, {"use_vllm": False}, notes=notes)
+    assert cfg.use_vllm is False and cfg.vllm_kv_cache_gib == 0.5
+    assert [n.fields for n in notes] == [
+        ("vllm_kv_cache_gib",),
+        ("vllm_enforce_eager",),
+    ]  # vllm_mode: its default
+    assert all("has no effect without use_vllm (use_vllm: --set)" in str(n) for n in notes)
+    path.write_text(common.format(out=tmp_path / "run") + "use_vllm: false\n" + engine)
+    with pytest.raises(InputError, match="has no effect without use_vllm") as err:
+        load_config(path)
+    assert err.value.field == "vllm_kv_cache_gib"

@@ -9,13 +9,15 @@ import json
 import sys
 
 from catalog.shared.errors import InputError
+from eval.metric_registry import METRICS
 from remark.cli.grounding_flags import add_grounding_flags
 from remark.config.ranges import MAX_K, flag_type
 
 DEFAULT_KS = [5, 10, 15, 20]
-# eval.metrics' METRICS, MAX_K and FILTERS, spelled out so that `remark --help` imports no numpy
+#: the registered metrics (``eval.metric_registry`` imports no numpy)
+METRIC_NAMES = list(METRICS)
+# eval.metrics' FILTERS, spelled out so that `remark --help` imports no numpy
 # (tests/eval/test_cli.py checks they agree).
-METRIC_NAMES = ["recall", "ndcg", "precision", "hit", "mrr"]
 FILTER_NAMES = ["drop_ooc_seen", "drop_ooc", "drop_seen", "drop_none"]
 #: ``compare --lists``: the per-request table of an ``eval run`` dir and where its settings are
 LISTS = {"greedy": ("per_request.parquet", None), "sampled": ("per_request_sampled.parquet", "sampled")}

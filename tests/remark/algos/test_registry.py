@@ -10,45 +10,58 @@ from remark.algos import registry
 from tests.remark.registered import registered
 
 
-def test_builtin_names():
-    assert algos.names("reward") == ["marginal", "responder", "responder_rb", "union"]
-    assert algos.names("scale") == ["batch", "group", "none"]
-    assert algos.names("modifier") == ["log_decay"]
-    assert algos.names("baseline") == ["batch", "mean", "rloo"]
-    assert algos.names("ratio") == ["rank"]
-    assert algos.names("objective") == ["gmpo"]
-    assert algos.names("aggregation") == ["prompt", "token"]
-    assert algos.names("truncation") == ["interrupt", "score"]
-    assert algos.names("segmentation") == ["lines", "newlines"]
+def test_the_names_configs_recipes_and_docs_use_are_registered():
+    """Subsets, not the full lists: registering a new entry needs no edit here."""
+    assert {"marginal", "responder", "responder_rb", "union"} <= set(algos.names("reward"))
+    assert {"batch", "group", "none"} <= set(algos.names("scale"))
+    assert {"log_decay"} <= set(algos.names("modifier"))
+    assert {"batch", "mean", "rloo"} <= set(algos.names("baseline"))
+    assert {"rank"} <= set(algos.names("ratio")) and {"gmpo"} <= set(algos.names("objective"))
+    assert {"prompt", "token"} <= set(algos.names("aggregation"))
+    assert {"interrupt", "score"} <= set(algos.names("truncation"))
+    assert {"lines", "newlines"} <= set(algos.names("segmentation"))
     assert algos.names("no-such-kind") == []
 
 
 def test_schemes_declare_their_output_and_scales_their_trl_name():
-    outputs = {name: algos.spec("reward", name).meta["output"] for name in algos.names("reward")}
-    assert outputs == {"marginal": "list", "responder": "list", "responder_rb": "responder", "union": "list"}
-    draws = {name: algos.spec("reward", name).meta["draws"] for name in algos.names("reward")}
-    assert draws == {"marginal": False, "responder": True, "responder_rb": False, "union": False}
-    assert [algos.per_responder(n) for n in ("union", "responder_rb")] == [False, True]
-    assert {n: algos.spec("scale", n).meta["trl"] for n in algos.names("scale")} == {
-        "batch": "batch",
-        "group": "group",
-        "none": "none",
+    for name in algos.names("reward"):
+        meta = algos.spec("reward", name).meta
+        assert algos.per_responder(name) == (meta["output"] == "responder")
+    assert algos.spec("reward", "responder_rb").meta["output"] == "responder"
+    assert algos.spec("reward", "union").meta == {"output": "list", "draws": False}
+    assert algos.spec("reward", "responder").meta == {"output": "list", "draws": True}
+    for name in ("batch", "group", "none"):
+        assert algos.spec("scale", name).meta["trl"] == name
+    assert algos.spec("segmentation", "lines").meta == {
+        "reward_slots": "lines",
+        "schemes": "all",
+        "filler": True,
     }
-    slots = {n: algos.spec("segmentation", n).meta["reward_slots"] for n in algos.names("segmentation")}
-    assert slots == {"lines": "lines", "newlines": "rank_grpo"}
+    assert algos.spec("segmentation", "newlines").meta == {
+        "reward_slots": "rank_grpo",
+        "schemes": ("responder",),
+        "filler": False,
+    }
+
+
+def test_a_scheme_is_checked_against_the_segmentations_schemes_fact():
+    assert registry.scheme_problem("union", "lines") is None
+    assert registry.scheme_problem("responder", "newlines") is None
+    why, hint = registry.scheme_problem("union", "newlines")
+    assert why.startswith("reward_scheme 'union' is not defined on segmentation 'newlines'")
+    assert registry.REWARD_SLOTS["rank_grpo"] in why
+    assert hint == "set reward_scheme: responder, or segmentation: lines (where every scheme is defined)"
+    for name in algos.names("segmentation"):  # every segmentation states a fact the check can read
+        schemes = algos.spec("segmentation", name).meta["schemes"]
+        assert schemes == "all" or set(schemes) <= set(algos.names("reward"))
 
 
 def test_unknown_name_lists_valid_names():
     with pytest.raises(
-        ValueError,
-        match=r"unknown reward 'unoin'; valid reward names: marginal, responder, responder_rb, union",
+        ValueError, match=f"unknown reward 'unoin'; valid reward names: {', '.join(algos.names('reward'))}"
     ):
         algos.get("reward", "unoin")
-    with pytest.raises(
-        ValueError,
-        match=r"unknown kind 'rewards'; valid kinds: aggregation, baseline, modifier, objective, ratio, reward, "
-        r"scale, segmentation, truncation",
-    ):
+    with pytest.raises(ValueError, match=f"unknown kind 'rewards'; valid kinds: {', '.join(algos.kinds())}"):
         algos.get("rewards", "union")
 
 

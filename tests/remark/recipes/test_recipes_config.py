@@ -227,7 +227,7 @@ def test_every_shipped_config_validates_as_written(name, monkeypatch):
         importlib.util, "find_spec", lambda n, *a: real("json") if n == "vllm" else real(n, *a)
     )
     # the head-size check asks vLLM's platform, which is not CPU on those machines
-    monkeypatch.setattr("remark.step.vllm_sync.cpu_attention_head_sizes", lambda: None)
+    monkeypatch.setattr("eval.generate.cpu_attention_head_sizes", lambda: None)
     composed = compose_config(None, RECIPE_DIR.parent / name, {"bf16": False, "use_cpu": True})
     expected = {"rank_grpo_published.yaml": ["filler_penalty"]}.get(name, [])  # Rank-GRPO's 0, under newlines
     assert [n.split(" (")[0].removeprefix("note: ") for n in composed.notes] == expected

@@ -119,6 +119,6 @@ def test_folders_of_an_older_build_are_replaced_only_under_its_stamp(tmp_path):
 
 
 def build_tiny_cfg(cfg: SimpleNamespace) -> dict:
-    from remark.run.build_tiny import TINY_DEFAULTS
+    from remark.config.tiny import TINY_DEFAULTS
 
     return {**TINY_DEFAULTS, **cfg.build_tiny}

@@ -151,8 +151,6 @@ def vllm_found(monkeypatch):
         ({"vllm_mode": "server"}, "vllm_mode", "vLLM's NCCL weight-transfer engine, which is CUDA only"),
         ({"vllm_enable_sleep_mode": True}, "vllm_enable_sleep_mode", "Sleep mode is not supported"),
         ({"vllm_tensor_parallel_size": 2}, "vllm_tensor_parallel_size", "one copy per training process"),
-        ({"use_vllm": False, "vllm_kv_cache_gib": 1.0}, "vllm_kv_cache_gib", "use_vllm is false"),
-        ({"vllm_mode": "server", "vllm_enforce_eager": True}, "vllm_enforce_eager", "vllm_mode is 'server'"),
         ({"use_vllm": False, "validation_engine": "vllm"}, "validation_engine", "colocated vLLM engine"),
         ({"validation_engine": "vlm"}, "validation_engine", "did you mean 'vllm'"),
     ],
