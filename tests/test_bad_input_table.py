@@ -64,6 +64,10 @@ BASE_CONFIG = {
 }
 
 
+#: a safetensors file holding no tensor (an 8-byte header length, then the header ``{}``)
+NO_TENSORS = (2).to_bytes(8, "little") + b"{}"
+
+
 def jsonl(rows) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
 
@@ -118,6 +122,7 @@ def world(tmp_path_factory) -> Path:
     (w / "model").mkdir()
     (w / "model" / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
     (w / "model" / "tokenizer.json").write_text("{}")
+    (w / "model" / "model.safetensors").write_bytes(NO_TENSORS)
     (w / "notmodel").mkdir()
     (w / "notmodel" / "weights.txt").write_text("not a model")
     (w / "base.yaml").write_text(config_text(w))

@@ -16,6 +16,7 @@ from catalog.match import MATCH_MODES, GroundingSettings
 from catalog.shared.errors import InputError
 from remark.config.fieldtypes import check_field_types
 from remark.config.ranges import check_ranges
+from remark.config.trust import check_no_remote_code
 
 SAMPLING_MODES = ("uniform", "per_responder")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
@@ -45,6 +46,7 @@ def validate_remark_fields(cfg: Any) -> None:
 
     check_field_types(cfg)
     check_ranges(cfg)
+    check_no_remote_code(cfg)
     if cfg.build_tiny is not None:
         from remark.run.build_tiny import check_build_tiny
 

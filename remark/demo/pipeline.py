@@ -298,7 +298,7 @@ def _data_description(s: DemoSettings, ds) -> tuple[str, str]:
 def _vocab(model_dir: Path) -> int:
     from transformers import AutoTokenizer
 
-    return len(AutoTokenizer.from_pretrained(model_dir))
+    return len(AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False))
 
 
 def _finite_or_none(obj: Any) -> Any:

@@ -30,9 +30,11 @@ def _load(gguf_path: Path) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    tok = AutoTokenizer.from_pretrained(
+        str(gguf_path.parent), gguf_file=gguf_path.name, trust_remote_code=False
+    )
     model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
+        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32, trust_remote_code=False
     )
     return model.eval(), tok
 
@@ -97,8 +99,10 @@ def _verify(gguf_model: Any, gguf_tok: Any, folder: Path) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(folder))
-    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(folder), dtype=torch.float32, use_safetensors=True, trust_remote_code=False
+    ).eval()
     text = gguf_tok.apply_chat_template(CHECK_MESSAGES, tokenize=False, add_generation_prompt=True)
     probe = text + "Sandwiches\nFruit (1995)\n 12345 naïve café"
     ids = gguf_tok(text, add_special_tokens=False)["input_ids"]

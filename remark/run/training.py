@@ -76,7 +76,8 @@ def policy_model(cfg: RemarkGRPOConfig) -> tuple[Any, Any, Any]:
     check_target_modules(cfg, adapter_base(path, base) if adapter else path)
     tokenizer = load_tokenizer(path, base)
     if not adapter:
-        return path, peft_config(cfg), tokenizer
+        # a local model by its absolute path: what a new adapter's adapter_config.json records as its base
+        return (os.path.abspath(path) if Path(path).is_dir() else path), peft_config(cfg), tokenizer
     import torch
 
     dtype = (cfg.model_init_kwargs or {}).get("dtype", "float32")  # TRL's default for a path, too
