@@ -322,4 +322,4 @@ def check_out(out: Path, force: bool = False, *, inputs: list[Path] | tuple[Path
     legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()
     if out.exists() and not out.is_dir():
         raise InputError("--out is a file", path=out, hint="pass a folder")
-    check_output_dir(out, KIND, inputs=inputs, force=force or legacy)
+    check_output_dir(out, KIND, inputs=inputs, force=force or legacy, hold=True)

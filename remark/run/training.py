@@ -113,9 +113,15 @@ def run_training(
 
     The run holds torch's CPU threads at ``cpu_threads`` when that is set (``remark.run.cpu_threads``; restored after).
     """
+    from catalog.shared.locks import output_lock
     from remark.run.cpu_threads import torch_threads
 
-    with torch_threads(cfg.cpu_threads):
+    # one writer per output_dir (catalog.shared.locks); torchrun's other processes write under the first's
+    writer = output_lock(cfg.output_dir, field="output_dir", command=command)
+    with (
+        writer if int(os.environ.get("RANK", "0")) == 0 else contextlib.nullcontext(),
+        torch_threads(cfg.cpu_threads),
+    ):
         return _run_training(
             cfg, resume=resume, callbacks=callbacks, overwrite=overwrite, command=command, notes=notes
         )
