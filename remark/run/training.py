@@ -184,6 +184,12 @@ def _run_training(
     grounding = choose_grounding(ds, cfg.grounding_requested(), by="the training config")
     for name, value in grounding.used.to_dict().items():  # the trainer's reward reads them from cfg
         setattr(cfg, name, value)
+    resumes = None
+    if ckpt is not None:  # the saved run, not another one: a changed method is refused before the model loads
+        from remark.run.resume_check import check_resume, resume_record
+
+        allowed = check_resume(json.loads(cfg.to_json_string()), cfg.output_dir, ckpt)
+        resumes = resume_record(cfg.output_dir, ckpt, allowed, command)
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
     policy, peft_config, tokenizer = policy_model(cfg)
     extra, callbacks = list(callbacks), []
@@ -250,8 +256,13 @@ def _run_training(
             callback.card_writer = functools.partial(_best_card, out=out, cfg=cfg, command=command)
     out.mkdir(parents=True, exist_ok=True)
     if trainer.accelerator.is_main_process:
-        with atomic_write(out / "remark_config.json") as tmp:
-            tmp.write_text(cfg.to_json_string())
+        with atomic_write(out / "remark_config.json") as tmp:  # what runs, and each resume's changes
+            record = cfg.to_json_string()
+            if resumes is not None:
+                record = (
+                    json.dumps({**json.loads(record), "resumes": resumes}, indent=2, sort_keys=True) + "\n"
+                )
+            tmp.write_text(record)
     trainer.train(resume_from_checkpoint=None if ckpt is None else str(ckpt))
     best = out / "best" / "best.json"
     best_record = read_best(best) if best.is_file() else None
