@@ -144,6 +144,25 @@ class Case:
     stdin: bytes | None = None
 
 
+#: a model folder whose weights are a pickle only, and an adapter likewise (never read: refused)
+PICKLE_MODEL = {
+    "m/config.json": '{"model_type": "qwen2"}',
+    "m/tokenizer.json": "{}",
+    "m/pytorch_model.bin": "pickle",
+}
+PICKLE_ADAPTER = {
+    "a/adapter_config.json": '{"peft_type": "LORA", "base_model_name_or_path": "../m"}',
+    "a/adapter_model.bin": "pickle",
+    "m/config.json": '{"model_type": "qwen2"}',
+    "m/model.safetensors": NO_TENSORS,
+}
+#: a LoRA adapter whose base was recorded relative to the folder it was trained from
+ADAPTER = {
+    "a/adapter_config.json": '{"peft_type": "LORA", "base_model_name_or_path": "demo_fast/base_model"}',
+    "a/adapter_model.safetensors": NO_TENSORS,
+}
+
+
 def C(id, argv, *expect, files=None, stdin=None) -> Case:
     return Case(id, argv, tuple(expect), files or {}, stdin)
 
@@ -290,6 +309,14 @@ CASES = [
       "field '--temperature'", "has no effect without --num-samples"),
     C("run-gen-seed-negative", "eval run --model {w}/model --data {w}/ds --out {t}/out --gen-seed -2",
       "argument --gen-seed", "'-2' is out of range"),
+    C("run-pickle-weights-only", "eval run --model {t}/m --data {w}/ds --out {t}/out",
+      "m: no *.safetensors weights (only pytorch_model.bin: pickle, which remark never reads)", files=PICKLE_MODEL),
+    C("run-adapter-pickle-only", "eval run --model {t}/a --data {w}/ds --out {t}/out",
+      "a: no adapter_model.safetensors (only adapter_model.bin", files=PICKLE_ADAPTER),
+    C("run-adapter-base-relative-elsewhere", "eval run --model {t}/a --data {w}/ds --out {t}/out",
+      "a/adapter_config.json, field 'base_model_name_or_path'",
+      "'demo_fast/base_model' is not a model folder relative to", "nor a model in the local hub cache", "--base-model",
+      files={**ADAPTER, "demo_fast/base_model/config.json": '{"model_type": "qwen2"}'}),
     C("compare-not-scored", "eval compare {w}/ds {w}/scored", "ds: no per_request.parquet"),
     C("compare-needs-data", "eval compare {w}/preds.jsonl {w}/scored", "preds.jsonl, field '--data'"),
     C("compare-k-0", "eval compare {w}/scored {w}/scored --k 0", "argument --k", "'0'"),
@@ -369,6 +396,8 @@ CASES = [
     # --- sft, stats, recipes -----------------------------------------------------------------------------
     C("sft-not-a-model", "sft --data {w}/ds --model {w}/notmodel --out {t}/out", "notmodel, field '--model'",
       "no config.json"),
+    C("sft-pickle-weights-only", "sft --data {w}/ds --model {t}/m --out {t}/out", "m, field '--model'",
+      "no *.safetensors weights (only pytorch_model.bin", files=PICKLE_MODEL),
     C("sft-lr", "sft --data {w}/ds --model {w}/model --out {t}/out --lr -1", "argument --lr", "'-1'"),
     C("sft-seed-negative", "sft --data {w}/ds --model {w}/model --out {t}/out --seed -1", "argument --seed", "'-1'"),
     C("sft-hit-prob-without-noisy", "sft --data {w}/ds --model {w}/model --out {t}/out --hit-prob 0.5",
@@ -423,6 +452,16 @@ CONFIG_CASES = [
                 data_dir="{w}/model"),
     config_case("config-train-split-missing", "field 'train_split'", "no requests in split 'training'",
                 train_split="training"),
+    config_case("config-trust-remote-code", "run.yaml, row 16, field 'trust_remote_code'",
+                "trust_remote_code=True is refused", "never runs code from a model folder", trust_remote_code=True),
+    config_case("config-init-kwargs-trust-remote-code", "run.yaml, row 16, field 'model_init_kwargs'",
+                "'trust_remote_code' refused", "never runs code from a model folder",
+                model_init_kwargs={"dtype": "float32", "trust_remote_code": True}),
+    config_case("config-init-kwargs-foreign-key", "field 'model_init_kwargs'", "'code_revision' refused",
+                "may hold only dtype, attn_implementation, device_map", model_init_kwargs={"code_revision": "main"}),
+    C("set-trust-remote-code", f"{TRAIN} trust_remote_code=true", "--set, field 'trust_remote_code'", "is refused"),
+    C("set-model-pickle-only", f"{TRAIN} model_name_or_path={{t}}/m", "--set, field 'model_name_or_path'",
+      "no *.safetensors weights (only pytorch_model.bin", files=PICKLE_MODEL),
     C("config-not-yaml", "train --config {t}/run.yaml", "run.yaml, row 2", "not valid YAML",
       files={"run.yaml": "output_dir: x\n\tlearning_rate: 1.0e-4\n"}),
     C("config-not-a-mapping", "train --config {t}/run.yaml", "run.yaml", "expected a mapping",
