@@ -144,6 +144,10 @@ class Case:
     stdin: bytes | None = None
 
 
+#: the first question of the shipped ProtoQA scraped dev file: too few for the demo
+ONE_PROTOQA_QUESTION = (REPO / "data_prep/shipped/protoqa/dev.scraped.jsonl").read_text().splitlines()[
+    0
+] + "\n"
 #: a model folder whose weights are a pickle only, and an adapter likewise (never read: refused)
 PICKLE_MODEL = {
     "m/config.json": '{"model_type": "qwen2"}',
@@ -407,6 +411,9 @@ CASES = [
     C("sft-epochs-with-max-steps", "sft --data {w}/ds --model {w}/model --out {t}/out --epochs 2 --max-steps 5",
       "field '--epochs'", "with --max-steps"),
     C("demo-seeds-negative", "demo --out {t}/out --seeds 0 -1", "argument --seeds", "'-1' is out of range"),
+    # bad content found by a stage process: its InputError comes back as the same line, exit 2
+    C("demo-data-dir-one-question", "demo --data protoqa --data-dir {t}/one.jsonl --out {t}/out", "one.jsonl",
+      "only 1 questions with >= 5 answer clusters", files={"one.jsonl": ONE_PROTOQA_QUESTION}),
     C("steps-seed-negative", "eval steps --run {w}/run --baseline {w}/run --seed -1", "argument --seed", "'-1'"),
     C("ground-threshold-with-exact", "ground --catalog {w}/cat.csv --match-mode exact --match-threshold 80 {w}/titles",
       "field '--match-threshold'", "has no effect with --match-mode 'exact'"),
