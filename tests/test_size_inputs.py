@@ -147,3 +147,30 @@ def test_prep_of_one_request_with_30000_responders_is_linear_and_under_2_gb(tmp_
     written = pl.read_parquet(tmp_path / "ds" / "responder_rows.parquet")
     assert written.columns == ["request_id", "responder_id", "responder_index", "items"]
     assert written.height == n and written["items"].list.len().sum() == len(rows)
+
+
+def test_train_refuses_completions_past_the_models_positions_and_generation_that_cannot_be_held(
+    world,  # noqa: F811
+    tiny_model_dir,
+    tmp_path,
+    monkeypatch,
+):
+    """Before any training step: max_completion_length alone past the positions, then with the longest
+    prompt (tokenized with the chat template), then one generation step's KV cache over the memory limit."""
+    import json
+
+    positions = json.loads((tiny_model_dir / "config.json").read_text())["max_position_embeddings"]
+    base = ["train", "--config", str(world / "base.yaml"), "--set", f"model_name_or_path={tiny_model_dir}",
+            f"output_dir={tmp_path / 'run'}"]  # fmt: skip
+    _refused([*base, "max_completion_length=100000000"], "field 'max_completion_length'",
+             f"max_completion_length=100000000 does not fit the model's {positions} positions",
+             "(max_position_embeddings in ")  # fmt: skip
+    line = _refused([*base, f"max_completion_length={positions - 2}"], "field 'max_completion_length'",
+                    "the longest training prompt (", f"+ max_completion_length={positions - 2} = ")  # fmt: skip
+    prompt = int(line.split("the longest training prompt (")[1].split(" tokens")[0])
+    assert 10 < prompt < positions and f"lower max_completion_length to at most {positions - prompt}" in line
+    monkeypatch.setenv(ENV, "0.000001")  # 1 kB: no generation step fits
+    _refused(base, "field 'per_device_train_batch_size'", "one generation step of 8 completions (generation_batch_size 8",
+             f"x {prompt + 32} tokens (prompt + max_completion_length; KV cache and logits)",
+             "over the limit of")  # fmt: skip
+    assert not (tmp_path / "run").exists()

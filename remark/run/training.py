@@ -171,6 +171,14 @@ def _run_training(
     note = resume_message(cfg.output_dir, cfg.max_steps, ckpt) if ckpt is not None else None
     if note and main:
         print(note)
+    from remark.run.limits import (
+        check_completion_positions,
+        check_generation_memory,
+        check_prompt_positions,
+        longest_prompt_tokens,
+    )
+
+    check_completion_positions(cfg)  # before anything is built (build_tiny's SFT included)
     if cfg.build_tiny is not None:
         data_dir, model_dir = build_tiny_assets(cfg)
         cfg.data_dir, cfg.model_name_or_path = str(data_dir), str(model_dir)
@@ -192,6 +200,11 @@ def _run_training(
         resumes = resume_record(cfg.output_dir, ckpt, allowed, command)
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
     policy, peft_config, tokenizer = policy_model(cfg)
+    prompt_tokens = longest_prompt_tokens(train["prompt"], tokenizer)
+    check_prompt_positions(cfg, prompt_tokens)  # the prompt and the completion fit the model's positions
+    check_generation_memory(
+        cfg, prompt_tokens
+    )  # one generation step's KV cache fits, before the trainer starts
     extra, callbacks = list(callbacks), []
     grounding_notes = grounding.notes() + published_notes(cfg.segmentation, grounding.used)
     if cfg.validation_steps:
