@@ -22,8 +22,7 @@ from typing import Any
 from catalog.shared.errors import InputError
 from catalog.shared.files import decode_utf8, read_json
 from catalog.shared.outputs import atomic_write
-from remark.demo.worker import INPUT_ERROR
-from remark.demo.worker_env import worker_env
+from remark.demo.worker_env import INPUT_ERROR, worker_env
 
 LOGS = "logs"
 

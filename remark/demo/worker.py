@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.shared.outputs import atomic_write
-from remark.demo.worker_env import apply_threads, thread_record
+from remark.demo.worker_env import INPUT_ERROR, apply_threads, thread_record
 
 
 class _Progress:
@@ -124,8 +124,6 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
 
 
-#: what a worker leaves in its job folder when its input was bad (the parent raises it as the same line)
-INPUT_ERROR = "input_error.json"
 #: the worker's exit status for bad input, as the CLI's
 EXIT_INPUT = 2
 

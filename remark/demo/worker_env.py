@@ -71,6 +71,11 @@ ALLOCATOR_ENV: dict[str, str] = {
 }
 
 
+#: what a stage worker leaves in its job folder when its input was bad (``remark.demo.worker``); the parent
+#: (``remark.demo.jobs``) raises it again as the same one-line error
+INPUT_ERROR = "input_error.json"
+
+
 def worker_env(threads: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a demo worker process: ``base`` (default ``os.environ``) with every thread
     pool fixed to ``threads``, the settings of :data:`FIXED_ENV` and the allocator's of
