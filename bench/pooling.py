@@ -14,6 +14,14 @@ sets that a research script would write, given its input as Python lists (conver
 Peak memory: Linux ``VmHWM`` of this process, reset through ``/proc/self/clear_refs`` before each side,
 minus the resident size before it (polars allocates outside Python, so tracemalloc would miss it).
 Also timed, for context: ``pool_threads`` end to end, grounding the distinct titles with a Matcher.
+
+The many-responders case (``--responders 100000``): one request answered by N responders (1-3 items each
+from a Zipf catalog of 5,000), pooled by ``pool_threads``, expanded into Rank-GRPO's rows by
+``expand_responders`` and written as parquet, as ``remark prep`` does. The rows used to carry every request field (prompt, seen,
+union, counts and every responder's list), so their size grew as N x (N + union): that code is kept here
+as :func:`expand_responders_wide` and run in the same process at the smaller sizes ``--wide-responders``
+(it does not fit at 10,000), where the new rows joined back to their request (``responder_view``) must
+equal its output; the peak of each side and their ratio are printed, and the new code alone at N.
 """
 
 from __future__ import annotations
@@ -135,6 +143,89 @@ def measured(fn):
     return result, seconds, _status("VmHWM") - before
 
 
+def one_request(n_responders: int, n_items: int, seed: int) -> pl.DataFrame:
+    """A threads frame of one request answered by ``n_responders`` responders, 1-3 Zipf items each (distinct)."""
+    rng = np.random.default_rng(seed)
+    per = rng.integers(1, 4, n_responders)
+    resp = np.repeat(np.arange(n_responders), per)
+    item = np.minimum(rng.zipf(1.3, size=resp.size), n_items) - 1
+    frame = pl.DataFrame({"_resp": resp, "_item": item}).unique(
+        maintain_order=True
+    )  # a title once per responder
+    return frame.select(
+        pl.lit("r0").alias("request_id"),
+        pl.lit([{"role": "user", "content": "films like Arrival?"}]).cast(MESSAGES).alias("prompt"),
+        pl.format("u{}", "_resp").alias("responder_id"),
+        pl.format("Film {}", "_item").alias("title"),
+        (1950 + pl.col("_item") % 70).cast(pl.Int32).alias("year"),
+        pl.lit(None, pl.String).alias("split"),
+        pl.lit([], pl.List(pl.String)).alias("seen"),
+    )
+
+
+def expand_responders_wide(requests: pl.DataFrame) -> pl.DataFrame:
+    """The per-responder rows as they were written before: every request field on every row."""
+    from data_prep.schema import REQUESTS_SCHEMA
+
+    rows = (
+        requests.lazy()
+        .with_columns(
+            pl.col("responder_ids").alias("responder_id"),
+            pl.int_ranges(pl.col("responders").list.len(), dtype=pl.UInt32).alias("responder_index"),
+            pl.col("responders").alias("items"),
+        )
+        .explode("responder_id", "responder_index", "items")
+        .drop_nulls("responder_index")
+    )
+    cols = [
+        "request_id",
+        "responder_id",
+        "responder_index",
+        "items",
+        *(c for c in REQUESTS_SCHEMA if c != "request_id"),
+    ]
+    return rows.select(cols).collect()
+
+
+def _written(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` after writing them as ``remark prep`` does (``responder_rows.parquet``, to a temporary file)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rows.write_parquet(Path(tmp) / "responder_rows.parquet")
+    return rows
+
+
+def many_responders(n: int, wide_sizes: list[int], n_items: int, seed: int) -> None:
+    """The many-responders case (module docstring): peaks of the old and new rows, and the new alone at n."""
+    from catalog.match import GroundingSettings, Matcher
+    from catalog.table import Catalog
+    from data_prep.pool import SplitSpec, expand_responders, pool_threads, responder_view
+
+    ids = np.arange(n_items)
+    catalog = Catalog.from_frame(
+        pl.DataFrame(
+            {"item_id": [f"m{i}" for i in ids], "title": [f"Film {i}" for i in ids], "year": 1950 + ids % 70}
+        )
+    )
+    matcher = Matcher(catalog, GroundingSettings(match_mode="normalized"))
+    for size in [*wide_sizes, n]:
+        threads = one_request(size, n_items, seed)
+        pooled, s_pool, m_pool = measured(lambda t=threads: pool_threads(t, matcher, split=SplitSpec()))
+        rows, s_new, m_new = measured(lambda p=pooled: _written(expand_responders(p)))
+        line = (
+            f"{size:>7,} responders ({threads.height:,} mentions, union {len(pooled['union'][0]):,}): "
+            f"pool_threads {s_pool:.2f} s +{m_pool / 2**20:.0f} MiB; rows {rows.height:,}, "
+            f"new {s_new:.3f} s +{m_new / 2**20:.0f} MiB"
+        )
+        if size in wide_sizes:
+            wide, s_old, m_old = measured(lambda p=pooled: _written(expand_responders_wide(p)))
+            assert responder_view(pooled, rows).equals(wide), "the new rows joined to their request differ"
+            line += f", old {s_old:.3f} s +{m_old / 2**20:.0f} MiB (same view; peak ratio old/new {m_old / max(m_new, 1):.0f}x)"
+            del wide
+        print(line, flush=True)
+
+
 def main() -> None:
     ap = bench_parser(__file__, __doc__)
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -142,7 +233,14 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--responders", type=int, default=0, help="run the many-responders case with N (e.g. 100000)"
+    )
+    ap.add_argument("--wide-responders", type=int, nargs="*", default=[1000, 3000])
     args = ap.parse_args()
+    if args.responders:
+        many_responders(args.responders, args.wide_responders, 5000, args.seed)
+        return
 
     mentions, seen = synthetic(args.rows, args.requests, args.items, args.seed)
     cols = ["request_id", "prompt", "responder_id", "title", "year", "split", "item_id"]

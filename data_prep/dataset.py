@@ -165,7 +165,10 @@ def load_dataset(directory: str | Path) -> PooledDataset:
     dataset_grounding(meta, path=str(d / "meta.json"))  # a bad grounding record fails here, not mid-run
     return PooledDataset(
         requests=_read(d / "requests.parquet", REQUESTS_SCHEMA),
-        responder_rows=_read(d / "responder_rows.parquet", RESPONDER_ROWS_SCHEMA),
+        # a dataset written before the rows were slimmed carries the request's fields too: not kept
+        responder_rows=_read(d / "responder_rows.parquet", RESPONDER_ROWS_SCHEMA).select(
+            *RESPONDER_ROWS_SCHEMA
+        ),
         catalog=_load_own_catalog(d / "catalog.parquet"),
         meta=meta,
         path=d,

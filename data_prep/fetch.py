@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_dir, check_output_dir
@@ -68,7 +69,18 @@ DATASETS: dict[str, list[Remote]] = {
 }
 
 
-def fetch(
+def fetch(name: str, out_dir: str | Path, **kwargs: Any) -> list[Path]:
+    """:func:`_fetch` holding ``out_dir``'s writer lock throughout (``catalog.shared.locks``: a second
+    command writing it is refused, exit 2). The arguments are :func:`_fetch`'s."""
+    from catalog.shared.locks import output_lock
+
+    if name not in DATASETS:  # refused before the lock makes a folder
+        raise InputError(f"unknown dataset {name!r}", field="name", hint=f"use one of {', '.join(DATASETS)}")
+    with output_lock(out_dir):
+        return _fetch(name, out_dir, **kwargs)
+
+
+def _fetch(
     name: str,
     out_dir: str | Path,
     *,

@@ -4,9 +4,12 @@ ReMaRk's data transformation (docs/architecture.md, "data_prep/"): per request, 
 union of their items, c_i (how many responders named ``union[i]``), n_x, the grounded ``seen`` items and
 the raw mentions that matched nothing. Everything after grounding is one lazy polars plan
 (:func:`pool_grounded`), collected with the in-memory engine, which measured faster than polars 2's default streaming engine
-and peaks lower (bench/pooling.py, bench/RESULTS.md). A request's
-responders and the per-responder rows hold every responder's list, so Rank-GRPO's view grows as
-n_x^2 per request: fine for Reddit (n_x ~5), ~150 MiB in memory for ProtoQA scraped dev (n_x ~90).
+and peaks lower (bench/pooling.py, bench/RESULTS.md). Everything prep writes is linear in its input:
+a request's ``responders`` holds each responder's list once, and the per-responder rows
+(:func:`expand_responders`, ``responder_rows.parquet``) hold each responder's own list and the request id
+only, so one request with 100,000 responders pools in well under 2 GB (bench/pooling.py). Rank-GRPO's
+whole view (:func:`responder_view`: every request field on every responder's row) grows as n_x^2 per
+request and is built only where the trainer samples per responder.
 
 Decisions (where Rank-GRPO's data has no equivalent, or where we depart from it):
 
@@ -267,7 +270,9 @@ def pool_threads(
 
 
 def expand_responders(requests: pl.DataFrame) -> pl.DataFrame:
-    """Rank-GRPO's view: one row per (request, responder) with ``items``, plus every request field.
+    """Rank-GRPO's rows: one per (request, responder), ``RESPONDER_ROWS_SCHEMA`` (request_id, responder_id,
+    responder_index, items). Linear in the input: each responder's own list once, nothing of the request
+    repeated (:func:`responder_view` joins the request's fields on where a consumer needs them).
 
     Responders are named by ``responder_ids`` when the pooled table has it, else by their 0-based
     position (``"0"``, ``"1"``, ...). ``responder_index`` is the position in ``responders``.
@@ -278,7 +283,8 @@ def expand_responders(requests: pl.DataFrame) -> pl.DataFrame:
         names = pl.int_ranges(pl.col("responders").list.len()).list.eval(pl.element().cast(pl.String))
     rows = (
         requests.lazy()
-        .with_columns(
+        .select(
+            "request_id",
             names.alias("responder_id"),
             pl.int_ranges(pl.col("responders").list.len(), dtype=pl.UInt32).alias("responder_index"),
             pl.col("responders").alias("items"),
@@ -287,3 +293,16 @@ def expand_responders(requests: pl.DataFrame) -> pl.DataFrame:
         .drop_nulls("responder_index")
     )
     return rows.select(*RESPONDER_ROWS_SCHEMA).collect().cast(RESPONDER_ROWS_SCHEMA)
+
+
+def responder_view(requests: pl.DataFrame, rows: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Rank-GRPO's whole view: each of ``rows`` (:func:`expand_responders` of ``requests`` when None) with
+    its request's fields (``REQUESTS_SCHEMA`` but ``request_id``) joined on, in the rows' order.
+
+    Size: sum over requests of n_x x (the request's lists), n_x^2 per request through ``responders``:
+    for the trainer's per-responder sampling of ordinary data, not for a request with 10^5 responders."""
+    rows = expand_responders(requests) if rows is None else rows
+    fields = requests.select(*REQUESTS_SCHEMA)
+    return rows.select(*RESPONDER_ROWS_SCHEMA).join(
+        fields, on="request_id", how="left", maintain_order="left"
+    )

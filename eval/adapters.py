@@ -3,7 +3,8 @@
 An adapter folder is what ``peft.PeftModel.save_pretrained`` writes (a LoRA run's ``checkpoint-N/``,
 ``best/`` and ``final/``): ``adapter_config.json`` and ``adapter_model.safetensors``, no full weights.
 Its base model is read from ``adapter_config.json["base_model_name_or_path"]`` (PEFT records the path or
-hub id the base was loaded from); ``base=`` overrides it, for a run folder moved to another machine.
+hub id the base was loaded from; remark loads a local base by its absolute path, so that is what it
+records), resolved by :func:`adapter_base`; ``base=`` overrides it, for a run folder moved to another machine.
 
 peft is an optional dependency (``pip install 'remark[lora]'``), imported only when an adapter is
 actually loaded; asking for one without it is an ``InputError`` saying how to install it.
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +46,34 @@ def require_peft(field: str | None = None) -> None:
         )
 
 
-def adapter_base(path: str | Path, base: str | Path | None = None) -> str:
-    """The base model of the adapter at ``path``: ``base`` when given, else its ``adapter_config.json``'s.
+#: what a hub id looks like (``org/name`` or ``name``)
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
-    A recorded base that is a local path which no longer exists (a moved run) is an ``InputError`` that
-    says to pass the base explicitly; a hub id is returned as is (loading it needs the hub or its cache).
+
+def _in_hub_cache(repo_id: str) -> bool:
+    """Whether the hub id ``repo_id`` has a ``config.json`` in the local hub cache (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # an id the hub library refuses is not in its cache
+        return False
+
+
+def adapter_base(path: str | Path, base: str | Path | None = None) -> str:
+    """The base model of the adapter at ``path``: ``base`` when given (a folder or a hub id: the user
+    asked for it), else its ``adapter_config.json``'s ``base_model_name_or_path``, resolved the one way
+    remark records it (absolute) or PEFT may (relative):
+
+    - an absolute path (``~`` expanded) must be a model folder;
+    - a relative path is read relative to the adapter folder, never the current folder (a folder
+      elsewhere with a model at that relative path must not be picked up silently); the result is
+      absolute;
+    - otherwise a value that reads as a hub id is taken as one only when the local hub cache holds it
+      (the base was downloaded when the adapter was trained), so no hub request is made for a path that
+      merely looks like an id.
+
+    Anything else is an ``InputError`` naming the adapter config, saying to pass the base explicitly.
     """
     path = Path(path)
     if base is not None:
@@ -64,15 +90,20 @@ def adapter_base(path: str | Path, base: str | Path | None = None) -> str:
             field="base_model_name_or_path",
             hint="pass the base model explicitly (--base-model)",
         )
-    looks_local = recorded.startswith(("/", ".", "~")) or Path(recorded).exists()
-    if looks_local and not (Path(recorded).expanduser() / "config.json").is_file():
-        raise InputError(
-            f"the adapter's base model {recorded!r} is not a model folder here",
-            path=cfg_path,
-            field="base_model_name_or_path",
-            hint="pass the base model's folder explicitly (--base-model)",
-        )
-    return recorded
+    given = Path(recorded).expanduser()
+    local = given if given.is_absolute() else path / given
+    if (local / "config.json").is_file():
+        return os.path.abspath(local)
+    if not given.is_absolute() and HUB_ID.match(recorded) and _in_hub_cache(recorded):
+        return recorded
+    where = "is not a model folder" if given.is_absolute() else f"is not a model folder relative to {path}"
+    raise InputError(
+        f"the adapter's base model {recorded!r} {where}"
+        + ("" if given.is_absolute() else ", nor a model in the local hub cache"),
+        path=cfg_path,
+        field="base_model_name_or_path",
+        hint="pass the base model's folder (or a hub id to download) explicitly: --base-model",
+    )
 
 
 #: the JSON files of a model or adapter folder that ``from_pretrained`` reads
@@ -110,9 +141,55 @@ def check_model_files(path: str | Path, *, field: str | None = None) -> None:
             raise InputError(problem, path=weights, field=field, hint=hint)
 
 
+#: weight files that are Python pickles (``torch.load``): never read, only named when they are all a folder has.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+
+
+def check_safetensors(path: str | Path, *, field: str | None = None) -> None:
+    """Refuse (``InputError`` naming the folder) a model folder without ``*.safetensors`` weights, or an
+    adapter folder without ``adapter_model.safetensors``: remark reads safetensors only, never a pickle
+    (``pytorch_model.bin``, ``adapter_model.bin``), which can run code while it loads. A sharded model's
+    ``model.safetensors.index.json`` must name shards that are there."""
+    path = Path(path)
+    adapter = is_adapter_dir(path) and not (path / "config.json").is_file()
+    index = path / "model.safetensors.index.json"
+    if adapter:
+        found = (path / "adapter_model.safetensors").is_file()
+    elif index.is_file():
+        from catalog.shared.files import read_json
+
+        shards = read_json(index, optional={"weight_map": dict}, what="safetensors index")
+        missing = sorted(
+            {str(f) for f in shards.get("weight_map", {}).values()} - {p.name for p in path.iterdir()}
+        )
+        if missing:
+            raise InputError(
+                f"the safetensors index names shard(s) that are missing: {', '.join(missing[:3])}",
+                path=index,
+                field=field,
+                hint="copy the whole model folder again",
+            )
+        found = any(path.glob("*.safetensors"))
+    else:
+        found = any(path.glob("*.safetensors"))
+    if found:
+        return
+    pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    what = "adapter_model.safetensors" if adapter else "*.safetensors weights"
+    only = f" (only {', '.join(pickles[:3])}: pickle, which remark never reads)" if pickles else ""
+    raise InputError(
+        f"no {what}{only}; remark loads safetensors only",
+        path=path,
+        field=field,
+        hint="save the model with save_pretrained (safetensors is its default), or convert the pickle once "
+        "in a Python session you trust",
+    )
+
+
 def check_model_dir(path: str | Path) -> None:
     """A full model folder (``config.json``) or an adapter folder whose files read back
-    (:func:`check_model_files`); else an ``InputError``."""
+    (:func:`check_model_files`) and whose weights are safetensors (:func:`check_safetensors`); else an
+    ``InputError``."""
     path = Path(path)
     if not (path / "config.json").is_file() and not is_adapter_dir(path):
         raise InputError(
@@ -121,6 +198,7 @@ def check_model_dir(path: str | Path) -> None:
             hint="pass a save_pretrained dir, or a LoRA run's best/ or final/",
         )
     check_model_files(path)
+    check_safetensors(path)
 
 
 def load_tokenizer(path: str | Path, base: str | Path | None = None) -> Any:
@@ -130,8 +208,8 @@ def load_tokenizer(path: str | Path, base: str | Path | None = None) -> Any:
     path = Path(path)
     has_own = any((path / n).is_file() for n in ("tokenizer.json", "tokenizer_config.json"))
     if has_own or not is_adapter_dir(path):
-        return AutoTokenizer.from_pretrained(path)
-    return AutoTokenizer.from_pretrained(adapter_base(path, base))
+        return AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+    return AutoTokenizer.from_pretrained(adapter_base(path, base), trust_remote_code=False)
 
 
 def load_causal_lm(
@@ -146,17 +224,22 @@ def load_causal_lm(
 
     ``merge``: fold the adapter into the base weights and return a plain model (no peft wrapper).
     ``trainable``: the adapter's weights require grad (to continue training it); ``kwargs`` go to
-    ``from_pretrained`` (dtype, device_map).
+    ``from_pretrained`` (dtype, device_map). Every load reads safetensors only and runs no code from the
+    folder (``use_safetensors=True``, ``trust_remote_code=False``).
     """
     from transformers import AutoModelForCausalLM
 
     check_model_dir(path)
+    kwargs = {**kwargs, "use_safetensors": True, "trust_remote_code": False}
     if not is_adapter_dir(path):
         return AutoModelForCausalLM.from_pretrained(path, **kwargs)
     require_peft(field="model")
     from peft import PeftModel
 
-    model = AutoModelForCausalLM.from_pretrained(adapter_base(path, base), **kwargs)
+    base_path = adapter_base(path, base)
+    if Path(base_path).is_dir():
+        check_model_dir(base_path)
+    model = AutoModelForCausalLM.from_pretrained(base_path, **kwargs)
     model = PeftModel.from_pretrained(model, str(path), is_trainable=trainable and not merge)
     return model.merge_and_unload() if merge else model
 

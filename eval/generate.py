@@ -251,7 +251,7 @@ def checkpoint_dtype(model_dir: Path) -> str:
     """The dtype a model folder's weights are stored in (its config's ``dtype``; float32 when unset)."""
     from transformers import AutoConfig
 
-    dtype = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)
+    dtype = getattr(AutoConfig.from_pretrained(model_dir, trust_remote_code=False), "dtype", None)
     return str(dtype or "float32").removeprefix("torch.")
 
 
@@ -272,6 +272,7 @@ def _vllm(model_dir: Path, cfg: GenerationConfig, tokenizer: Any, max_model_len:
         dtype=checkpoint_dtype(model_dir),
         seed=cfg.seed,
         max_model_len=max_model_len,
+        trust_remote_code=False,
         **kwargs,
     )
     return vllm_runner(llm, tokenizer, cfg)

@@ -64,6 +64,10 @@ BASE_CONFIG = {
 }
 
 
+#: a safetensors file holding no tensor (an 8-byte header length, then the header ``{}``)
+NO_TENSORS = (2).to_bytes(8, "little") + b"{}"
+
+
 def jsonl(rows) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
 
@@ -118,6 +122,7 @@ def world(tmp_path_factory) -> Path:
     (w / "model").mkdir()
     (w / "model" / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
     (w / "model" / "tokenizer.json").write_text("{}")
+    (w / "model" / "model.safetensors").write_bytes(NO_TENSORS)
     (w / "notmodel").mkdir()
     (w / "notmodel" / "weights.txt").write_text("not a model")
     (w / "base.yaml").write_text(config_text(w))
@@ -137,6 +142,29 @@ class Case:
     expect: tuple[str, ...]
     files: dict[str, str | bytes] = field(default_factory=dict)
     stdin: bytes | None = None
+
+
+#: the first question of the shipped ProtoQA scraped dev file: too few for the demo
+ONE_PROTOQA_QUESTION = (REPO / "data_prep/shipped/protoqa/dev.scraped.jsonl").read_text().splitlines()[
+    0
+] + "\n"
+#: a model folder whose weights are a pickle only, and an adapter likewise (never read: refused)
+PICKLE_MODEL = {
+    "m/config.json": '{"model_type": "qwen2"}',
+    "m/tokenizer.json": "{}",
+    "m/pytorch_model.bin": "pickle",
+}
+PICKLE_ADAPTER = {
+    "a/adapter_config.json": '{"peft_type": "LORA", "base_model_name_or_path": "../m"}',
+    "a/adapter_model.bin": "pickle",
+    "m/config.json": '{"model_type": "qwen2"}',
+    "m/model.safetensors": NO_TENSORS,
+}
+#: a LoRA adapter whose base was recorded relative to the folder it was trained from
+ADAPTER = {
+    "a/adapter_config.json": '{"peft_type": "LORA", "base_model_name_or_path": "demo_fast/base_model"}',
+    "a/adapter_model.safetensors": NO_TENSORS,
+}
 
 
 def C(id, argv, *expect, files=None, stdin=None) -> Case:
@@ -285,6 +313,14 @@ CASES = [
       "field '--temperature'", "has no effect without --num-samples"),
     C("run-gen-seed-negative", "eval run --model {w}/model --data {w}/ds --out {t}/out --gen-seed -2",
       "argument --gen-seed", "'-2' is out of range"),
+    C("run-pickle-weights-only", "eval run --model {t}/m --data {w}/ds --out {t}/out",
+      "m: no *.safetensors weights (only pytorch_model.bin: pickle, which remark never reads)", files=PICKLE_MODEL),
+    C("run-adapter-pickle-only", "eval run --model {t}/a --data {w}/ds --out {t}/out",
+      "a: no adapter_model.safetensors (only adapter_model.bin", files=PICKLE_ADAPTER),
+    C("run-adapter-base-relative-elsewhere", "eval run --model {t}/a --data {w}/ds --out {t}/out",
+      "a/adapter_config.json, field 'base_model_name_or_path'",
+      "'demo_fast/base_model' is not a model folder relative to", "nor a model in the local hub cache", "--base-model",
+      files={**ADAPTER, "demo_fast/base_model/config.json": '{"model_type": "qwen2"}'}),
     C("compare-not-scored", "eval compare {w}/ds {w}/scored", "ds: no per_request.parquet"),
     C("compare-needs-data", "eval compare {w}/preds.jsonl {w}/scored", "preds.jsonl, field '--data'"),
     C("compare-k-0", "eval compare {w}/scored {w}/scored --k 0", "argument --k", "'0'"),
@@ -364,6 +400,8 @@ CASES = [
     # --- sft, stats, recipes -----------------------------------------------------------------------------
     C("sft-not-a-model", "sft --data {w}/ds --model {w}/notmodel --out {t}/out", "notmodel, field '--model'",
       "no config.json"),
+    C("sft-pickle-weights-only", "sft --data {w}/ds --model {t}/m --out {t}/out", "m, field '--model'",
+      "no *.safetensors weights (only pytorch_model.bin", files=PICKLE_MODEL),
     C("sft-lr", "sft --data {w}/ds --model {w}/model --out {t}/out --lr -1", "argument --lr", "'-1'"),
     C("sft-seed-negative", "sft --data {w}/ds --model {w}/model --out {t}/out --seed -1", "argument --seed", "'-1'"),
     C("sft-hit-prob-without-noisy", "sft --data {w}/ds --model {w}/model --out {t}/out --hit-prob 0.5",
@@ -373,6 +411,9 @@ CASES = [
     C("sft-epochs-with-max-steps", "sft --data {w}/ds --model {w}/model --out {t}/out --epochs 2 --max-steps 5",
       "field '--epochs'", "with --max-steps"),
     C("demo-seeds-negative", "demo --out {t}/out --seeds 0 -1", "argument --seeds", "'-1' is out of range"),
+    # bad content found by a stage process: its InputError comes back as the same line, exit 2
+    C("demo-data-dir-one-question", "demo --data protoqa --data-dir {t}/one.jsonl --out {t}/out", "one.jsonl",
+      "only 1 questions with >= 5 answer clusters", files={"one.jsonl": ONE_PROTOQA_QUESTION}),
     C("steps-seed-negative", "eval steps --run {w}/run --baseline {w}/run --seed -1", "argument --seed", "'-1'"),
     C("ground-threshold-with-exact", "ground --catalog {w}/cat.csv --match-mode exact --match-threshold 80 {w}/titles",
       "field '--match-threshold'", "has no effect with --match-mode 'exact'"),
@@ -418,6 +459,16 @@ CONFIG_CASES = [
                 data_dir="{w}/model"),
     config_case("config-train-split-missing", "field 'train_split'", "no requests in split 'training'",
                 train_split="training"),
+    config_case("config-trust-remote-code", "run.yaml, row 16, field 'trust_remote_code'",
+                "trust_remote_code=True is refused", "never runs code from a model folder", trust_remote_code=True),
+    config_case("config-init-kwargs-trust-remote-code", "run.yaml, row 16, field 'model_init_kwargs'",
+                "'trust_remote_code' refused", "never runs code from a model folder",
+                model_init_kwargs={"dtype": "float32", "trust_remote_code": True}),
+    config_case("config-init-kwargs-foreign-key", "field 'model_init_kwargs'", "'code_revision' refused",
+                "may hold only dtype, attn_implementation, device_map", model_init_kwargs={"code_revision": "main"}),
+    C("set-trust-remote-code", f"{TRAIN} trust_remote_code=true", "--set, field 'trust_remote_code'", "is refused"),
+    C("set-model-pickle-only", f"{TRAIN} model_name_or_path={{t}}/m", "--set, field 'model_name_or_path'",
+      "no *.safetensors weights (only pytorch_model.bin", files=PICKLE_MODEL),
     C("config-not-yaml", "train --config {t}/run.yaml", "run.yaml, row 2", "not valid YAML",
       files={"run.yaml": "output_dir: x\n\tlearning_rate: 1.0e-4\n"}),
     C("config-not-a-mapping", "train --config {t}/run.yaml", "run.yaml", "expected a mapping",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from catalog.shared.locks import LOCK_FILE
 from catalog.shared.outputs import OUTPUT_MARKER, clean_stale
 from remark.cli.main import main
 from tests.eval.conftest import write_tiny_dataset
@@ -14,7 +15,8 @@ from tests.killable import run_and_kill
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    """The folder's files, but the writer lock a killed command leaves (free: the kernel released it)."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != LOCK_FILE}
 
 
 def leftovers(parent: Path) -> list[str]:
@@ -43,12 +45,13 @@ def test_prep_killed_mid_write_leaves_the_previous_dataset(tmp_path, capsys):
     # killed after 2 of the 3 parquet files of the new dataset (seed 1) were written
     run_and_kill(tmp_path / "ready", "parquet:2", prep_argv(out, 1))
     assert snapshot(out) == before
+    assert '"command": "remark prep synthetic' in (out / LOCK_FILE).read_text()  # the dead writer's record
     (stale,) = leftovers(tmp_path)
     assert stale.startswith(".ds.") and stale.endswith(".tmp")
     assert {p.name for p in (tmp_path / stale).iterdir()} == {"requests.parquet", "responder_rows.parquet"}
-    # the next run removes the dead run's folder and writes the new dataset
+    # the next run takes the dead writer's lock over, removes its folder and writes the new dataset
     assert main(prep_argv(out, 1)) == 0
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path) == [] and not (out / LOCK_FILE).exists()
     after = snapshot(out)
     assert set(after) == set(before) and after["requests.parquet"] != before["requests.parquet"]
 

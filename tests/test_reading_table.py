@@ -33,6 +33,8 @@ world = bad_table.world  # the shared world fixture: a catalog, threads, a datas
 
 BOM = b"\xef\xbb\xbf"
 MARK = b"~~"
+#: a safetensors file holding no tensor (an 8-byte header length, then the header ``{}``)
+NO_TENSORS = "\x02" + "\x00" * 7 + "{}"
 
 
 @dataclass(frozen=True)
@@ -199,9 +201,11 @@ ENCODINGS = [
     Enc("train-config-yaml", "run.yaml", {"run.yaml": "{config}"}, call=_compose),
     Enc("recipe-yaml", "r.yaml", {"r.yaml": "description: a t~~st\nsource: nowhere\nfields:\n  loss_type: dapo\n"},
         call=_recipe),
-    Enc("adapter-config", "a/adapter_config.json", {"a/adapter_config.json": '{\n "peft_type": "LORA",\n "base_model_name_or_path": "org/mod~~l"\n}\n'},
+    Enc("adapter-config", "a/adapter_config.json", {"a/adapter_config.json": '{\n "peft_type": "LORA",\n "base_model_name_or_path": "../mod~~l"\n}\n',
+                                                    "model/config.json": '{"model_type": "qwen2"}'},
         call=_adapter_base),
-    Enc("model-config", "m/config.json", {"m/config.json": '{\n "model_type": "qw~~n2"\n}\n', "m/tokenizer.json": "{}"},
+    Enc("model-config", "m/config.json", {"m/config.json": '{\n "model_type": "qw~~n2"\n}\n', "m/tokenizer.json": "{}",
+                                        "m/model.safetensors": NO_TENSORS},
         call=_model_files),
     Enc("train-summary", "run/train_summary.json",
         {"run/train_summary.json": '{\n "global_step": 4,\n "grounding": {"used": {"match_mode": "exact"}, "notes": ["s~~e"]}\n}\n',
@@ -305,8 +309,16 @@ def _best(t: Path, w: Path) -> object:
     return read_best(t / "best" / "best.json")
 
 
-MODEL = {"m/config.json": '{"model_type": "qwen2"}', "m/tokenizer.json": "{}"}
-RUN_MODEL = {"run/best/config.json": '{"model_type": "qwen2"}', "run/best/tokenizer.json": "{}"}
+MODEL = {
+    "m/config.json": '{"model_type": "qwen2"}',
+    "m/tokenizer.json": "{}",
+    "m/model.safetensors": NO_TENSORS,
+}
+RUN_MODEL = {
+    "run/best/config.json": '{"model_type": "qwen2"}',
+    "run/best/tokenizer.json": "{}",
+    "run/best/model.safetensors": NO_TENSORS,
+}
 EVAL_RUN = "eval run --model {t}/run/best --data {w}/ds --out {t}/out"
 CARD = '{"kind": "best", "step": 2, "total_steps": 4}'
 POINTS = '[{"G": 4, "peak_mem_gb": 18.0, "step_s": 5.0}, {"G": 8, "peak_mem_gb": 26.0, "step_s": 9.0}]'

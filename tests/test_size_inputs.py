@@ -106,3 +106,71 @@ def test_the_limit_and_the_table(monkeypatch):
         name = row.split(": ", 1)[1].split(" ")[0]
         module, _, attr = name.rpartition(".")
         assert hasattr(importlib.import_module(module), attr), name
+
+
+def test_prep_of_one_request_with_30000_responders_is_linear_and_under_2_gb(tmp_path):
+    """Rank-GRPO's rows hold each responder's own list and the request id, not the request's lists: the
+    rows' list entries equal the grounded mentions, and ``remark prep threads`` of one request answered by
+    30,000 responders (a subprocess, so its peak is its own) stays under 2 GB of resident memory."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import polars as pl
+
+    n = 30_000
+    titles = [f"Film {i}" for i in range(500)]
+    (tmp_path / "cat.csv").write_text(
+        "title,year\n" + "".join(f"{t},{1950 + i % 70}\n" for i, t in enumerate(titles))
+    )
+    rows = [
+        {"request_id": "r0", "prompt": "films like Arrival?", "responder_id": f"u{r}", "title": titles[(r * 7 + j) % 500],
+         "year": 1950 + (r * 7 + j) % 500 % 70}
+        for r in range(n) for j in range(1 + r % 3)
+    ]  # fmt: skip
+    (tmp_path / "threads.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    repo = Path(__file__).resolve().parents[1]
+    argv = [sys.executable, "-m", "remark.cli.main", "prep", "threads", "--input", str(tmp_path / "threads.jsonl"),
+            "--catalog", str(tmp_path / "cat.csv"), "--out", str(tmp_path / "ds")]  # fmt: skip
+    # a fresh parent, whose only child is the command: its RUSAGE_CHILDREN peak is the command's (Linux: kB)
+    probe = ("import resource, subprocess, sys\n"
+             "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+             "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+             "sys.stderr.write(done.stderr)\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(repo)})  # fmt: skip
+    code, peak_kb = map(int, done.stdout.split())
+    assert code == 0, done.stderr[-2000:]
+    assert peak_kb < 2 * 2**20, peak_kb
+    written = pl.read_parquet(tmp_path / "ds" / "responder_rows.parquet")
+    assert written.columns == ["request_id", "responder_id", "responder_index", "items"]
+    assert written.height == n and written["items"].list.len().sum() == len(rows)
+
+
+def test_train_refuses_completions_past_the_models_positions_and_generation_that_cannot_be_held(
+    world,  # noqa: F811
+    tiny_model_dir,
+    tmp_path,
+    monkeypatch,
+):
+    """Before any training step: max_completion_length alone past the positions, then with the longest
+    prompt (tokenized with the chat template), then one generation step's KV cache over the memory limit."""
+    import json
+
+    positions = json.loads((tiny_model_dir / "config.json").read_text())["max_position_embeddings"]
+    base = ["train", "--config", str(world / "base.yaml"), "--set", f"model_name_or_path={tiny_model_dir}",
+            f"output_dir={tmp_path / 'run'}"]  # fmt: skip
+    _refused([*base, "max_completion_length=100000000"], "field 'max_completion_length'",
+             f"max_completion_length=100000000 does not fit the model's {positions} positions",
+             "(max_position_embeddings in ")  # fmt: skip
+    line = _refused([*base, f"max_completion_length={positions - 2}"], "field 'max_completion_length'",
+                    "the longest training prompt (", f"+ max_completion_length={positions - 2} = ")  # fmt: skip
+    prompt = int(line.split("the longest training prompt (")[1].split(" tokens")[0])
+    assert 10 < prompt < positions and f"lower max_completion_length to at most {positions - prompt}" in line
+    monkeypatch.setenv(ENV, "0.000001")  # 1 kB: no generation step fits
+    _refused(base, "field 'per_device_train_batch_size'", "one generation step of 8 completions (generation_batch_size 8",
+             f"x {prompt + 32} tokens (prompt + max_completion_length; KV cache and logits)",
+             "over the limit of")  # fmt: skip
+    assert not (tmp_path / "run").exists()

@@ -46,6 +46,9 @@ SIZE_INPUTS: dict[str, str] = {
     "remark eval run --batch-size x --num-samples": (
         "refused: eval.generate.kv_cache_bytes (one generate call's KV cache, against the device's free memory)"
     ),
+    "remark train per_device_train_batch_size x steps_per_generation / max_completion_length": (
+        "refused: remark.run.limits.check_generation_memory (one generation step's KV cache and logits)"
+    ),
     "remark plan-group-size --candidates": (
         "refused: remark.cli.plan.BYTES_PER_CELL x candidates x requests (the planner's q arrays)"
     ),

@@ -70,6 +70,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from catalog.shared.errors import InputError
+from catalog.shared.locks import LOCK_FILE, carry_lock, hold_output
 
 __all__ = [
     "FILE_REGISTRY",
@@ -337,14 +338,26 @@ def check_output_dir(
     inputs: Iterable[PathLike | None] = (),
     force: bool = False,
     field: str = "--out",
+    hold: bool = False,
 ) -> None:
     """Raise ``InputError`` unless :func:`atomic_dir` may write ``path`` as an output of ``kind``.
 
     Allowed: a new path, an empty folder, or a folder whose marker says ``kind``; with ``force`` any
     folder. Never: a path that is, contains or lies inside an input; a file (not a folder). Call it
-    before the work starts, so that a refusal costs nothing; ``atomic_dir`` checks again.
+    before the work starts, so that a refusal costs nothing; ``atomic_dir`` checks again. ``hold``: then
+    take the folder's writer lock for the command's life (``catalog.shared.locks.hold_output``: another
+    command writing it is refused, exit 2), as every long command does with its ``--out``.
     """
     dest = Path(path)
+    _check_output_dir(dest, kind, inputs=inputs, force=force, field=field)
+    if hold:
+        hold_output(dest, field=field)
+
+
+def _check_output_dir(
+    dest: Path, kind: str, *, inputs: Iterable[PathLike | None], force: bool, field: str
+) -> None:
+    """:func:`check_output_dir`'s checks."""
     check_inputs(dest, inputs, field=field)
     if not dest.exists():
         return
@@ -352,7 +365,7 @@ def check_output_dir(
         raise InputError(
             "exists and is not a folder", path=dest, field=field, hint="pass a new or empty folder"
         )
-    if force or not any(dest.iterdir()):
+    if force or not any(p.name != LOCK_FILE for p in dest.iterdir()):  # a writer lock is no content
         return
     try:
         found = output_kind(dest, strict=True)
@@ -659,6 +672,7 @@ def atomic_dir(
         raise failure from exc
     old = None
     if dest.exists() or dest.is_symlink():
+        carry_lock(dest, tmp)  # this command's writer lock goes with the new folder
         old = Path(tempfile.mkdtemp(prefix=_prefix(dest), suffix=".old", dir=dest.parent))
         old.rmdir()
         os.replace(dest, old)
@@ -666,6 +680,7 @@ def atomic_dir(
         os.replace(tmp, dest)
     except BaseException:
         if old is not None:
+            carry_lock(tmp, old, held=dest)
             os.replace(old, dest)
         shutil.rmtree(tmp, ignore_errors=True)
         raise

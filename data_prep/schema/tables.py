@@ -49,13 +49,15 @@ REQUESTS_SCHEMA: dict[str, pl.DataType] = {
     "split": pl.String(),
 }
 
-#: ``responder_rows.parquet``: Rank-GRPO's view, one row per (request, responder).
+#: ``responder_rows.parquet``: Rank-GRPO's rows, one per (request, responder), naming the request; the
+#: request's own fields (prompt, seen, union, counts, every responder's list) stay in ``requests.parquet``
+#: and are joined on ``request_id`` where the whole view is needed (``data_prep.pool.responder_view``).
+#: Copying them onto every row made a request with n responders cost n x (n + union) list entries.
 RESPONDER_ROWS_SCHEMA: dict[str, pl.DataType] = {
     "request_id": pl.String(),
     "responder_id": pl.String(),
     "responder_index": pl.UInt32(),
     "items": IDS,
-    **{k: v for k, v in REQUESTS_SCHEMA.items() if k != "request_id"},
 }
 
 SPLITS = ("train", "valid", "test")

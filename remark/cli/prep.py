@@ -201,7 +201,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
     fractions = dict(parse_fractions(value(args, "split_fractions")))
     from catalog.match import GroundingSettings
 
-    check_output_dir(args.out, DATASET_KIND, force=args.force)
+    check_output_dir(args.out, DATASET_KIND, force=args.force, hold=True)
     from catalog.shared.memory import check_fits
     from data_prep.synthetic import synthetic_memory
 
@@ -263,7 +263,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise InputError(str(err), field="--split-fractions") from err
     sources = [parse_input(text)[1] for text in args.input] + [args.catalog]
-    check_output_dir(args.out, DATASET_KIND, inputs=sources, force=args.force)  # before any reading
+    check_output_dir(
+        args.out, DATASET_KIND, inputs=sources, force=args.force, hold=True
+    )  # before any reading
     report = Report(skip=args.skip_bad_rows)
     parts, splits, inputs = [], [], []
     for text in args.input:

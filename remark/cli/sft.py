@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     # --out never replaces an input, nor (without --force) a folder remark sft did not write
     inputs = [args.data, args.model if Path(args.model).exists() else None, args.base_model]
     refuse_ignored(args)
-    check_output_dir(args.out, SFT_KIND, inputs=inputs, force=args.force)  # before anything loads
+    check_output_dir(args.out, SFT_KIND, inputs=inputs, force=args.force, hold=True)  # before anything loads
     check_model_path(args.model, "--model")
     lora = lora_settings(args)
     ds = load_dataset(args.data)

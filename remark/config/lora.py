@@ -95,7 +95,7 @@ def module_suffixes(model_path: str | Path) -> dict[str, set[str]]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(model_path)
+    config = AutoConfig.from_pretrained(model_path, trust_remote_code=False)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     out: dict[str, set[str]] = {}

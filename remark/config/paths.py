@@ -42,9 +42,10 @@ def check_model_path(value: Any, field: str = "model_name_or_path", *, need_toke
         if not path.is_dir():
             raise InputError("is a file, not a model directory", path=path, field=field, hint=MODEL_HINT)
         if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
-            from eval.adapters import adapter_base
+            from eval.adapters import adapter_base, check_safetensors
 
             adapter_base(path)  # a LoRA adapter: its recorded base must be loadable (InputError says why not)
+            check_safetensors(path, field=field)
             return
         if not (path / "config.json").is_file():
             raise InputError("not a model directory: no config.json", path=path, field=field, hint=MODEL_HINT)
@@ -55,9 +56,10 @@ def check_model_path(value: Any, field: str = "model_name_or_path", *, need_toke
                 field=field,
                 hint="save the tokenizer there too (tokenizer.save_pretrained(dir))",
             )
-        from eval.adapters import check_model_files
+        from eval.adapters import check_model_files, check_safetensors
 
         check_model_files(path, field=field)  # its JSON files and safetensors headers read back
+        check_safetensors(path, field=field)  # weights as safetensors, never a pickle
         return
     text = str(value)
     if not HUB_ID.match(text) or text.startswith((".", "~")):

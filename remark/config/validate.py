@@ -18,6 +18,7 @@ from remark.config.effects import colocated_vllm
 from remark.config.fieldtypes import check_field_types
 from remark.config.ranges import check_ranges
 from remark.config.tiny import TINY_DEFAULTS, TinySpec, check_build_tiny
+from remark.config.trust import check_no_remote_code
 
 SAMPLING_MODES = ("uniform", "per_responder")
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo")
@@ -47,6 +48,7 @@ def validate_remark_fields(cfg: Any) -> None:
 
     check_field_types(cfg)
     check_ranges(cfg)
+    check_no_remote_code(cfg)
     if cfg.build_tiny is not None:
         check_build_tiny(cfg.build_tiny)
     _choice("reward_scheme", cfg.reward_scheme, registry.names("reward"))

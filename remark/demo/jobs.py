@@ -4,7 +4,8 @@ Each :class:`Job` gets a folder ``logs/<name>/`` in the demo's output folder hol
 ``worker.log`` (the process's stdout and stderr), ``progress.jsonl``, ``threads.json`` and, once it has
 finished, ``result.json``. Jobs start in the order given; how many run at once changes the wall time,
 not the results (each job's numbers depend on its spec and thread count only: ``remark.demo.worker_env``).
-A failed job stops the others and raises with the tail of its log.
+A failed job stops the others and raises with the tail of its log; one that failed on bad input
+(``input_error.json``, ``remark.demo.worker``) raises that ``InputError`` again: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from catalog.shared.errors import InputError
 from catalog.shared.files import decode_utf8, read_json
 from catalog.shared.outputs import atomic_write
-from remark.demo.worker_env import worker_env
+from remark.demo.worker_env import INPUT_ERROR, worker_env
 
 LOGS = "logs"
 
@@ -97,6 +98,11 @@ def run_jobs(
                     continue
                 del running[name]
                 folder = job.folder(root)
+                if proc.returncode != 0 and (folder / INPUT_ERROR).is_file():  # bad input: the worker's line
+                    rec = read_json(folder / INPUT_ERROR, schema={"message": str}, what="demo stage error")
+                    raise InputError(
+                        rec["message"], **{k: rec.get(k) for k in ("path", "row", "field", "hint")}
+                    )
                 if proc.returncode != 0 or not (folder / "result.json").is_file():
                     tail = (folder / "worker.log").read_text(errors="replace")[-3000:]
                     raise RuntimeError(f"demo stage {name!r} failed (exit {proc.returncode}):\n{tail}")

@@ -398,7 +398,7 @@ def _data_description(s: DemoSettings, ds) -> tuple[str, str]:
 def _vocab(model_dir: Path) -> int:
     from transformers import AutoTokenizer
 
-    return len(AutoTokenizer.from_pretrained(model_dir))
+    return len(AutoTokenizer.from_pretrained(model_dir, trust_remote_code=False))
 
 
 def _finite_or_none(obj: Any) -> Any:
@@ -422,4 +422,4 @@ def check_out(out: Path, force: bool = False, *, inputs: list[Path] | tuple[Path
     legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()
     if out.exists() and not out.is_dir():
         raise InputError("--out is a file", path=out, hint="pass a folder")
-    check_output_dir(out, KIND, inputs=inputs, force=force or legacy)
+    check_output_dir(out, KIND, inputs=inputs, force=force or legacy, hold=True)

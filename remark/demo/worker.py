@@ -5,7 +5,8 @@ starts this module with ``remark.demo.worker_env.worker_env`` and the demo's out
 directory (so every path in a spec, a config or a log is relative to the demo folder, which can be moved).
 The worker fixes torch's thread pools, writes ``threads.json`` (what it ran with), runs the stage, writes
 ``cpu.json`` (its CPU seconds) and ``result.json`` last, so a job folder without it is a job that did not
-finish.
+finish. Bad input in a stage (``InputError``: a dataset's content, a config value) is written to
+``input_error.json`` and the worker exits 2; the parent raises it again as the same one-line error.
 
 Kinds:
 
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.shared.outputs import atomic_write
-from remark.demo.worker_env import apply_threads, thread_record
+from remark.demo.worker_env import INPUT_ERROR, apply_threads, thread_record
 
 
 class _Progress:
@@ -130,5 +131,30 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
 
 
+#: the worker's exit status for bad input, as the CLI's
+EXIT_INPUT = 2
+
+
+def main(folder: str) -> int:
+    """:func:`run_job`; bad input (``InputError``) is written to ``folder/input_error.json`` (its message,
+    path, row, field and hint) and exits 2, so the parent reports the same one line (``remark.demo.jobs``)."""
+    from catalog.shared.errors import InputError
+
+    try:
+        return run_job(folder)
+    except InputError as err:
+        record = {
+            "message": err.message,
+            "path": err.path,
+            "row": err.row,
+            "field": err.field,
+            "hint": err.hint,
+        }
+        with atomic_write(Path(folder) / INPUT_ERROR) as tmp:
+            tmp.write_text(json.dumps(record) + "\n")
+        print(f"input error: {err}", file=sys.stderr)
+        return EXIT_INPUT
+
+
 if __name__ == "__main__":
-    sys.exit(run_job(sys.argv[1]))
+    sys.exit(main(sys.argv[1]))

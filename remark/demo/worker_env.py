@@ -108,6 +108,11 @@ def cpu_info() -> dict[str, Any]:
     return {"cpu_model": model, "vector_isa": vector, "has_avx2": "avx2" in flags}
 
 
+#: what a stage worker leaves in its job folder when its input was bad (``remark.demo.worker``); the parent
+#: (``remark.demo.jobs``) raises it again as the same one-line error
+INPUT_ERROR = "input_error.json"
+
+
 def worker_env(threads: int, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a demo worker process: ``base`` (default ``os.environ``) with every thread
     pool fixed to ``threads``, the settings of :data:`FIXED_ENV`, the kernels' instruction set of

@@ -13,10 +13,14 @@ Architectures: what transformers' GGUF loader supports (llama, qwen2, ...).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from catalog.shared.errors import InputError
 
 __all__ = ["DTYPES", "import_gguf", "model_card"]
 
@@ -26,15 +30,101 @@ CHECK_MESSAGES = [{"role": "user", "content": "Name something people bring to a 
 _LOADER_KEYS = ("vocab_file", "gguf_file", "is_local", "local_files_only", "name_or_path")
 
 
+#: GGUF tensors that hold no model parameter (precomputed rope factors that transformers recomputes)
+NON_PARAMETER_TENSORS = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight")
+GGUF_HINT = "check the file (its sha256 against the source's), or convert the model again with llama.cpp"
+
+
+def _gguf_problem(err: BaseException) -> str:
+    """What a reading failure says about the file, in words (the library's first line kept)."""
+    first = (str(err).strip().splitlines() or [""])[0][:200]
+    if type(err).__name__ == "error" or isinstance(
+        err, (EOFError, IndexError)
+    ):  # struct.error: ran off the end
+        return f"the file is truncated or damaged: a field runs past its end ({first})"
+    if isinstance(err, KeyError):  # a metadata key the loader reads is absent (e.g. the tokenizer's)
+        return f"its header lacks a field the loader needs: {first} (no tokenizer, or a partial conversion)"
+    if "cannot reshape array" in first:  # numpy over a tensor whose bytes the file does not hold
+        return f"the file is truncated or damaged: a tensor's data runs past its end ({first})"
+    if isinstance(err, (UnicodeDecodeError, OverflowError, MemoryError)):
+        return f"the file is damaged: its header holds impossible values ({type(err).__name__}: {first})"
+    return f"cannot read it: {first or type(err).__name__}"
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' load report (its MISSING table) off: what it says is checked and said here."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
 def _load(gguf_path: Path) -> tuple[Any, Any]:
+    """The GGUF's model and tokenizer as transformers loads them; ``InputError`` naming the file when it
+    cannot be read, and when its tensors do not fit the architecture its header describes
+    (:func:`_check_tensors`): transformers would fill a missing tensor with random values and drop an
+    unexpected one without a word."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
-    )
+    try:
+        with _quiet_transformers():
+            tok = AutoTokenizer.from_pretrained(
+                str(gguf_path.parent), gguf_file=gguf_path.name, trust_remote_code=False
+            )
+            model, info = AutoModelForCausalLM.from_pretrained(
+                str(gguf_path.parent),
+                gguf_file=gguf_path.name,
+                dtype=torch.float32,
+                trust_remote_code=False,
+                output_loading_info=True,
+            )
+    except InputError:
+        raise
+    except Exception as err:
+        raise InputError(_gguf_problem(err), path=gguf_path, hint=GGUF_HINT) from err
+    _check_tensors(gguf_path, model, info)
     return model.eval(), tok
+
+
+def _check_tensors(gguf_path: Path, model: Any, info: dict[str, Any]) -> None:
+    """Refuse a GGUF that lacks a tensor the model needs (``missing_keys``: it would be random) or holds
+    tensors the model does not take (``unexpected_keys``, or parameters of blocks past ``block_count``, or
+    more elements than the model's parameters: transformers' GGUF loader drops those silently)."""
+    import gguf
+
+    missing = sorted(info.get("missing_keys") or ())
+    unexpected = sorted(info.get("unexpected_keys") or ()) + sorted(info.get("mismatched_keys") or ())
+    if missing:
+        raise InputError(
+            f"the GGUF lacks {len(missing)} tensor(s) its architecture needs ({', '.join(missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''}): they would be random weights",
+            path=gguf_path,
+            hint=GGUF_HINT + "; a block_count larger than the blocks stored says the same",
+        )
+    tensors = [t for t in gguf.GGUFReader(str(gguf_path)).tensors if t.name not in NON_PARAMETER_TENSORS]
+    layers = getattr(model.config, "num_hidden_layers", None)
+    beyond = [
+        t.name
+        for t in tensors
+        if layers is not None and t.name.startswith("blk.") and int(t.name.split(".")[1]) >= layers
+    ]
+    params = {id(p): p.numel() for p in model.parameters()}  # tied weights once
+    stored = sum(int(t.n_elements) for t in tensors)
+    if unexpected or beyond or stored != sum(params.values()):
+        named = unexpected or beyond
+        what = f" ({', '.join(named[:3])}{', ...' if len(named) > 3 else ''})" if named else ""
+        raise InputError(
+            f"the GGUF holds tensors its architecture does not use{what}: {stored:,} values stored, "
+            f"{sum(params.values()):,} parameters in the model",
+            path=gguf_path,
+            hint=GGUF_HINT + "; a block_count smaller than the blocks stored says the same",
+        )
 
 
 def _plain(gguf_model: Any, dtype: str) -> Any:
@@ -53,7 +143,7 @@ def _plain(gguf_model: Any, dtype: str) -> Any:
     if model.config.tie_word_embeddings:
         model.tie_weights()
         missing = [k for k in missing if k != "lm_head.weight"]
-    if missing or unexpected:
+    if missing or unexpected:  # _check_tensors refused such a file already: this is the copy's own check
         raise RuntimeError(
             f"the GGUF's tensors do not fit the model: missing {missing}, unexpected {unexpected}"
         )
@@ -97,8 +187,10 @@ def _verify(gguf_model: Any, gguf_tok: Any, folder: Path) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(folder))
-    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(folder), dtype=torch.float32, use_safetensors=True, trust_remote_code=False
+    ).eval()
     text = gguf_tok.apply_chat_template(CHECK_MESSAGES, tokenize=False, add_generation_prompt=True)
     probe = text + "Sandwiches\nFruit (1995)\n 12345 naïve café"
     ids = gguf_tok(text, add_special_tokens=False)["input_ids"]
@@ -111,6 +203,21 @@ def _verify(gguf_model: Any, gguf_tok: Any, folder: Path) -> dict[str, Any]:
         "same_token_ids": tok(probe, add_special_tokens=False)["input_ids"]
         == gguf_tok(probe, add_special_tokens=False)["input_ids"],
     }
+
+
+def _checked(verify: dict[str, Any], dtype: str, gguf_path: Path) -> dict[str, Any]:
+    """``verify`` when the folder reproduces the GGUF (float32: the same logits exactly; any dtype: the same
+    chat text and token ids), else ``InputError`` naming the GGUF and what differs."""
+    wrong = [k for k in ("same_chat_text", "same_token_ids") if not verify[k]]
+    if dtype == "float32" and verify["max_abs_logit_diff"] != 0.0:
+        wrong.append(f"logits differ by up to {verify['max_abs_logit_diff']:.3g}")
+    if wrong:
+        raise InputError(
+            f"the converted folder does not reproduce the GGUF ({', '.join(wrong)})",
+            path=gguf_path,
+            hint="report it with the file: transformers' GGUF loader may not support this variant",
+        )
+    return verify
 
 
 def model_card(
@@ -192,7 +299,7 @@ def import_gguf(
             "tied": bool(cfg.tie_word_embeddings),
         },
         "tokenizer": {"bos": tok.bos_token, "eos": tok.eos_token, "pad": tok.pad_token},
-        "verify": _verify(gguf_model, tok, out),
+        "verify": _checked(_verify(gguf_model, tok, out), dtype, gguf_path),
         "license": license,
         "base_model": base_model,
     }

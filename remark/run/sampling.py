@@ -18,6 +18,7 @@ import polars as pl
 
 from catalog.shared.errors import InputError
 from data_prep.dataset import PooledDataset
+from data_prep.pool import responder_view
 from data_prep.prompts import build_messages
 
 #: Columns the trainer's reward step reads from every row.
@@ -41,7 +42,10 @@ def training_rows(ds: PooledDataset, *, split: str, sampling: str, k: int) -> pl
     if sampling == "uniform":
         frame = ds.requests.with_columns(pl.lit(-1, pl.Int64).alias("responder_index"))
     elif sampling == "per_responder":
-        frame = ds.responder_rows.with_columns(pl.col("responder_index").cast(pl.Int64))
+        rows = responder_view(
+            ds.requests, ds.responder_rows
+        )  # each responder's row with its request's fields
+        frame = rows.with_columns(pl.col("responder_index").cast(pl.Int64))
     else:
         raise InputError(f"unknown sampling {sampling!r}", field="sampling", hint="uniform or per_responder")
     frame = frame.filter(pl.col("split") == split)

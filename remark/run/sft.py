@@ -17,6 +17,7 @@ display strings ("Title (Year)", or "Title" for year-less catalogs), one per lin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,11 +157,12 @@ def run_sft(
     }
     cfg = SFTConfig(**{**defaults, **(sft_args or {})})
     base = getattr(adapter, "base", None)
-    policy: Any = str(model)
+    # a local model by its absolute path: what a new adapter's adapter_config.json records as its base
+    policy: Any = os.path.abspath(model) if Path(model).is_dir() else str(model)
     if is_adapter_dir(model) and getattr(adapter, "merge", False):
         # merged and saved, so that a new adapter's adapter_config.json names a base that holds this one
         model, base = merge_adapter(model, Path(out_dir) / "merged_base", base=base), None
-        policy = str(model)
+        policy = os.path.abspath(model)
     elif is_adapter_dir(model):
         if peft_config is not None:
             raise InputError(
@@ -174,6 +176,12 @@ def run_sft(
         set_seed(settings.seed)
         policy = load_causal_lm(model, base=base, trainable=True)
     tokenizer = load_tokenizer(model, base)
+    if isinstance(policy, str):  # TRL loads it: safetensors only, no code from the folder
+        cfg.model_init_kwargs = {
+            **(cfg.model_init_kwargs or {}),
+            "use_safetensors": True,
+            "trust_remote_code": False,
+        }
     trainer = RemarkSFTTrainer(
         model=policy,
         args=cfg,
@@ -206,5 +214,5 @@ def _record_final_base(out_dir: Path, final_dir: Path) -> None:
     data = read_json(config, schema={}, what="adapter config")
     recorded = data.get("base_model_name_or_path")
     if recorded and Path(recorded).resolve() == (out_dir / "merged_base").resolve():
-        data["base_model_name_or_path"] = str(final_dir / "merged_base")
+        data["base_model_name_or_path"] = os.path.abspath(final_dir / "merged_base")
         config.write_text(json.dumps(data, indent=2) + "\n")

@@ -78,7 +78,8 @@ def policy_model(cfg: RemarkGRPOConfig) -> tuple[Any, Any, Any]:
     check_target_modules(cfg, adapter_base(path, base) if adapter else path)
     tokenizer = load_tokenizer(path, base)
     if not adapter:
-        return path, peft_config(cfg), tokenizer
+        # a local model by its absolute path: what a new adapter's adapter_config.json records as its base
+        return (os.path.abspath(path) if Path(path).is_dir() else path), peft_config(cfg), tokenizer
     import torch
 
     dtype = (cfg.model_init_kwargs or {}).get("dtype", "float32")  # TRL's default for a path, too
@@ -114,9 +115,15 @@ def run_training(
 
     The run holds torch's CPU threads at ``cpu_threads`` when that is set (``remark.run.cpu_threads``; restored after).
     """
+    from catalog.shared.locks import output_lock
     from remark.run.cpu_threads import torch_threads
 
-    with torch_threads(cfg.cpu_threads):
+    # one writer per output_dir (catalog.shared.locks); torchrun's other processes write under the first's
+    writer = output_lock(cfg.output_dir, field="output_dir", command=command)
+    with (
+        writer if int(os.environ.get("RANK", "0")) == 0 else contextlib.nullcontext(),
+        torch_threads(cfg.cpu_threads),
+    ):
         return _run_training(
             cfg, resume=resume, callbacks=callbacks, overwrite=overwrite, command=command, notes=notes
         )
@@ -166,6 +173,14 @@ def _run_training(
     note = resume_message(cfg.output_dir, cfg.max_steps, ckpt) if ckpt is not None else None
     if note and main:
         print(note)
+    from remark.run.limits import (
+        check_completion_positions,
+        check_generation_memory,
+        check_prompt_positions,
+        longest_prompt_tokens,
+    )
+
+    check_completion_positions(cfg)  # before anything is built (build_tiny's SFT included)
     if cfg.build_tiny is not None:
         data_dir, model_dir = build_tiny_assets(cfg)
         cfg.data_dir, cfg.model_name_or_path = str(data_dir), str(model_dir)
@@ -179,8 +194,19 @@ def _run_training(
     grounding = choose_grounding(ds, cfg.grounding_requested(), by="the training config")
     for name, value in grounding.used.to_dict().items():  # the trainer's reward reads them from cfg
         setattr(cfg, name, value)
+    resumes = None
+    if ckpt is not None:  # the saved run, not another one: a changed method is refused before the model loads
+        from remark.run.resume_check import check_resume, resume_record
+
+        allowed = check_resume(json.loads(cfg.to_json_string()), cfg.output_dir, ckpt)
+        resumes = resume_record(cfg.output_dir, ckpt, allowed, command)
     train = training_dataset(ds, split=cfg.train_split, sampling=cfg.sampling, k=cfg.num_ranks)
     policy, peft_config, tokenizer = policy_model(cfg)
+    prompt_tokens = longest_prompt_tokens(train["prompt"], tokenizer)
+    check_prompt_positions(cfg, prompt_tokens)  # the prompt and the completion fit the model's positions
+    check_generation_memory(
+        cfg, prompt_tokens
+    )  # one generation step's KV cache fits, before the trainer starts
     extra, callbacks = list(callbacks), []
     grounding_notes = grounding.notes() + published_notes(cfg.segmentation, grounding.used)
     if cfg.validation_steps:
@@ -246,8 +272,13 @@ def _run_training(
             callback.card_writer = functools.partial(_best_card, out=out, cfg=cfg, command=command)
     out.mkdir(parents=True, exist_ok=True)
     if trainer.accelerator.is_main_process:
-        with atomic_write(out / "remark_config.json") as tmp:
-            tmp.write_text(cfg.to_json_string())
+        with atomic_write(out / "remark_config.json") as tmp:  # what runs, and each resume's changes
+            record = cfg.to_json_string()
+            if resumes is not None:
+                record = (
+                    json.dumps({**json.loads(record), "resumes": resumes}, indent=2, sort_keys=True) + "\n"
+                )
+            tmp.write_text(record)
     trainer.train(resume_from_checkpoint=None if ckpt is None else str(ckpt))
     best = out / "best" / "best.json"
     best_record = read_best(best) if best.is_file() else None

@@ -6,7 +6,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from data_prep.pool import SplitSpec, assign_splits, expand_responders, hash_split, pool_threads
+from data_prep.pool import (
+    SplitSpec,
+    assign_splits,
+    expand_responders,
+    hash_split,
+    pool_threads,
+    responder_view,
+)
 from data_prep.readers import read_threads
 from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
 from tests.data_prep.conftest import write_jsonl
@@ -72,7 +79,9 @@ def test_expansion_gives_one_row_per_responder_with_the_request_fields(threads, 
         ("q2", "erin", 0, ["m5"]),
         ("q2", "frank", 1, ["m5", "m3"]),
     ]
-    assert rows["union"].to_list()[1] == ["m3", "m4", "m1"]
+    view = responder_view(pooled, rows)  # the request's fields joined on: Rank-GRPO's whole view
+    assert view["union"].to_list()[1] == ["m3", "m4", "m1"] and view.height == rows.height
+    assert view.columns == [*RESPONDER_ROWS_SCHEMA, *(c for c in REQUESTS_SCHEMA if c != "request_id")]
     # Without responder_ids (a requests.parquet), responders are named by position.
     anon = expand_responders(pooled.drop("responder_ids"))
     assert anon["responder_id"].to_list() == ["0", "1", "0", "1"]

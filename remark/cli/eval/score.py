@@ -49,7 +49,7 @@ def run_score(args: argparse.Namespace) -> int:
 
     inputs = [args.data, args.predictions]
     if args.out is not None:  # refused before scoring, not after
-        check_output_dir(args.out, SCORE_KIND, inputs=inputs, force=args.force)
+        check_output_dir(args.out, SCORE_KIND, inputs=inputs, force=args.force, hold=True)
     result, scored = score_file(args, args.predictions, args.data)
     if args.out is not None:
         write_score_outputs(

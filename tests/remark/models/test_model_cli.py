@@ -89,6 +89,109 @@ def test_the_output_is_owned(tiny, imported, tmp_path, capsys):
     assert "GGUF file not found" in err and "not a GGUF file" in err and not (tmp_path / "x").exists()
 
 
+def _writer_patch(monkeypatch, name: str, fn) -> None:
+    import gguf
+
+    monkeypatch.setattr(gguf.GGUFWriter, name, fn)
+
+
+def _drop_tensor(path: Path, monkeypatch) -> None:
+    import gguf
+
+    add = gguf.GGUFWriter.add_tensor
+    _writer_patch(
+        monkeypatch,
+        "add_tensor",
+        lambda w, n, *a, **k: None if n == "blk.1.attn_v.weight" else add(w, n, *a, **k),
+    )
+    write_tiny_gguf(path)
+
+
+def _extra_tensor(path: Path, monkeypatch) -> None:
+    import gguf
+
+    add = gguf.GGUFWriter.add_tensor
+
+    def both(w, name, arr, *a, **k):
+        add(w, name, arr, *a, **k)
+        if name == "output_norm.weight":
+            add(w, "blk.9.attn_v.weight", np.zeros((4, 4), np.float32))
+
+    _writer_patch(monkeypatch, "add_tensor", both)
+    write_tiny_gguf(path)
+
+
+def _block_count(delta: int):
+    def write(path: Path, monkeypatch) -> None:
+        import gguf
+
+        count = gguf.GGUFWriter.add_block_count
+        _writer_patch(monkeypatch, "add_block_count", lambda w, n: count(w, n + delta))
+        write_tiny_gguf(path, n_layers=2)
+
+    return write
+
+
+def _no_tokenizer(path: Path, monkeypatch) -> None:
+    for name in (
+        "add_tokenizer_model",
+        "add_tokenizer_pre",
+        "add_token_list",
+        "add_token_types",
+        "add_token_merges",
+    ):
+        _writer_patch(monkeypatch, name, lambda w, *a, **k: None)
+    write_tiny_gguf(path)
+
+
+def _arch(path: Path, monkeypatch) -> None:
+    import gguf
+
+    init = gguf.GGUFWriter.__init__
+    _writer_patch(monkeypatch, "__init__", lambda w, p, arch, *a, **k: init(w, p, "nosucharch", *a, **k))
+    write_tiny_gguf(path)
+
+
+def _bytes(edit):
+    def write(path: Path, monkeypatch) -> None:
+        write_tiny_gguf(path)
+        path.write_bytes(edit(path.read_bytes()))
+
+    return write
+
+
+#: (id, how the file is made, what the one error line says): every one is exit 2, nothing written
+BAD_GGUFS = [
+    ("missing-tensor", _drop_tensor, "lacks 1 tensor(s) its architecture needs (model.layers.1.self_attn.v_proj.weight)"),
+    ("block-count-too-high", _block_count(1), "lacks 9 tensor(s) its architecture needs (model.layers.2."),
+    ("block-count-too-low", _block_count(-1), "holds tensors its architecture does not use (blk.1."),
+    ("unexpected-tensor", _extra_tensor, "holds tensors its architecture does not use (blk.9.attn_v.weight)"),
+    ("magic-only", _bytes(lambda b: b[:4]), "the file is truncated or damaged: a field runs past its end"),
+    ("truncated-header", _bytes(lambda b: b[:40]), "the file is truncated or damaged: a field runs past its end"),
+    ("truncated-tensor-data", _bytes(lambda b: b[:-1000]), "a tensor's data runs past its end"),
+    ("kv-count-2-62", _bytes(lambda b: b[:16] + (2**62).to_bytes(8, "little") + b[24:]), "the file is damaged"),
+    ("version-99", _bytes(lambda b: b[:4] + (99).to_bytes(4, "little") + b[8:]), "is GGUF v99"),
+    ("unknown-architecture", _arch, "architecture nosucharch is not supported"),
+    ("no-tokenizer", _no_tokenizer, "its header lacks a field the loader needs: 'tokens' (no tokenizer"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("make", "says"), [b[1:] for b in BAD_GGUFS], ids=[b[0] for b in BAD_GGUFS])
+def test_a_gguf_that_does_not_hold_its_model_is_one_line_exit_2(make, says, tmp_path, monkeypatch, capsys):
+    """Missing tensors would be random weights and unexpected ones dropped: both are refused, like every
+    malformed file, in one line naming the file; nothing is written."""
+    path = tmp_path / "bad.gguf"
+    make(path, monkeypatch)
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert main(["model", "import-gguf", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "MISSING" not in err, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"remark model: error: {path}: ") and says in line, line
+    assert not (tmp_path / "out").exists()
+
+
 def _fake_source(tmp_path: Path, gguf_path: Path):
     """A wheel holding ``gguf_path`` and a license, and a source pinned to it."""
     source = SOURCES["smollm2-135m-instruct"]

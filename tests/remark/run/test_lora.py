@@ -95,6 +95,35 @@ def test_an_adapter_model_with_a_new_adapter_must_be_merged(hand_model_dir, tmp_
 
 
 @pytest.mark.slow
+def test_an_adapters_base_is_resolved_from_the_adapter_folder_never_the_current_one(tmp_path, monkeypatch):
+    """A base recorded relative (as PEFT records the path it was given) is read relative to the adapter
+    folder: from another folder holding a different model at that relative path it is refused, not used,
+    and never taken for a hub id unless the local hub cache holds it; an absolute one is used as is."""
+    from eval.adapters import adapter_base
+
+    adapter = tmp_path / "runs" / "sft_lora"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": "demo_fast/base_model"})
+    )
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "demo_fast" / "base_model").mkdir(parents=True)
+    (elsewhere / "demo_fast" / "base_model" / "config.json").write_text('{"model_type": "qwen2"}')
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(InputError, match=r"'demo_fast/base_model' is not a model folder relative to .*sft_lora, "
+                       r"nor a model in the local hub cache \(pass the base model's folder"):  # fmt: skip
+        adapter_base(adapter)
+    assert adapter_base(adapter, "demo_fast/base_model") == "demo_fast/base_model"  # asked for: as given
+    (adapter / "demo_fast" / "base_model").mkdir(parents=True)  # relative to the adapter folder: found
+    (adapter / "demo_fast" / "base_model" / "config.json").write_text('{"model_type": "qwen2"}')
+    assert adapter_base(adapter) == str(adapter / "demo_fast" / "base_model")
+    (adapter / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(elsewhere / "x")})
+    )
+    with pytest.raises(InputError, match=r"/elsewhere/x' is not a model folder \("):
+        adapter_base(adapter)
+
+
 def test_lora_trains_the_adapter_only_resumes_and_evaluates(hand_dataset, hand_model_dir, tmp_path):
     from eval.adapters import adapter_base, load_causal_lm
     from remark.cli.main import main

@@ -1,6 +1,7 @@
 """``--resume`` means continue: a run that reached its ``max_steps`` is left byte for byte as it is (exit 0,
 a message saying so), also with a smaller ``max_steps``; raising ``max_steps`` continues from the newest
-checkpoint and says from where to where."""
+checkpoint, says from where to where and records it in ``remark_config.json``; a resume that changes what
+defines the run is refused."""
 
 from __future__ import annotations
 
@@ -67,6 +68,32 @@ def test_raising_max_steps_continues_and_says_so(finished, capsys):
     assert (summary["global_step"], summary["max_steps"]) == (4, 4)
     assert (run / "checkpoint-4" / "model.safetensors").is_file()
     assert digest(run / "final") != final_before
+    record = json.loads((run / "remark_config.json").read_text())
+    assert record["max_steps"] == 4 and record["learning_rate"] == 5e-3  # what ran, and the resume recorded
+    (resume,) = record["resumes"]
+    assert resume["step"] == 2 and resume["checkpoint"] == "checkpoint-2"
+    assert resume["changed"] == {"max_steps": [2, 4]} and "--resume --set max_steps=4" in resume["command"]
+
+
+def test_a_resume_that_changes_the_method_is_refused_naming_the_fields(finished, capsys):
+    """The saved run is continued or nothing: a changed reward, sampling or learning rate is exit 2 in one
+    line, and the run folder is left byte for byte as it was."""
+    cfg, run = finished
+    before = digest(run)
+    capsys.readouterr()
+    argv = ["train", "--config", str(cfg), "--resume", "--set", "max_steps=4", "reward_scheme=responder",
+            "sampling=per_responder", "learning_rate=1.0e-3"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert err[0].startswith(
+        f"remark train: error: {run / 'checkpoint-2' / 'training_args.json'}, field '--resume'"
+    )
+    for change in ("learning_rate 0.005 -> 0.001", "reward_scheme 'union' -> 'responder'",
+                   "sampling 'uniform' -> 'per_responder'"):  # fmt: skip
+        assert change in err[0], err[0]
+    assert "max_steps" not in err[0].split("(resume with")[0]  # allowed: not named
+    assert digest(run) == before
 
 
 def test_a_run_killed_before_final_gets_final_from_its_last_checkpoint_without_training(finished, capsys):

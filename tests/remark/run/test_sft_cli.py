@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -79,6 +80,11 @@ def test_sft_on_a_merged_adapter_records_the_final_base_path(hand_dataset, hand_
     assert main(_sft(hand_dataset.path, hand_model_dir, first, *steps)) == 0
     assert (first / "adapter_config.json").is_file()
     second = tmp_path / "second"
+    # a base given as a relative path is recorded absolute: found from any folder, never taken for a hub id
+    relative = os.path.relpath(hand_model_dir)
+    assert main(_sft(hand_dataset.path, relative, tmp_path / "rel", *steps)) == 0
+    recorded = json.loads((tmp_path / "rel" / "adapter_config.json").read_text())["base_model_name_or_path"]
+    assert recorded == str(hand_model_dir) and os.path.isabs(recorded)
     assert main(_sft(hand_dataset.path, first, second, *steps, "--merge-adapter")) == 0
     recorded = json.loads((second / "adapter_config.json").read_text())["base_model_name_or_path"]
     assert recorded == str(second / "merged_base")  # not the temporary folder it was trained in
