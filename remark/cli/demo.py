@@ -70,7 +70,7 @@ def add_parser(subparsers) -> None:
         default=None,
         metavar="LR",
         help="learning rates tried per method on the first RL seed; each method's is chosen on the validation "
-        "questions before the test questions are read (default 1e-4 2e-4 4e-4)",
+        "questions before the test questions are read (default 1e-4 3e-4 1e-3)",
     )
     p.add_argument(
         "--threads",

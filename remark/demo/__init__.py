@@ -13,7 +13,7 @@ own process with fixed thread counts, ``remark.demo.worker_env``):
    tokenizer trained on the training split only, so nothing comes from the hub or from a test question;
 3. one SFT warm-up (``remark.run.sft.run_sft``: TRL ``SFTTrainer`` on the training questions' answer lists)
    in a process of its own with ``warmup_threads`` threads (it runs alone);
-4. the learning-rate grid (``lr_grid``, default 1e-4, 2e-4, 4e-4) on the first RL seed: ReMaRk
+4. the learning-rate grid (``lr_grid``, default 1e-4, 3e-4, 1e-3) on the first RL seed: ReMaRk
    (``reward_scheme: union``, ``sampling: uniform``) and Rank-GRPO (``reward_scheme: responder``,
    ``sampling: per_responder``) at each rate from that warm-up, everything else equal, each
    ``remark.run.training.run_training``, validated every few steps on greedy *and* sampled lists of the

@@ -86,7 +86,7 @@ class DemoSettings:
     """Optimizer steps per run."""
     prompts_per_step: int = 4
     num_generations: int = 8
-    lr_grid: tuple[float, ...] = (1e-4, 2e-4, 4e-4)
+    lr_grid: tuple[float, ...] = (1e-4, 3e-4, 1e-3)
     """Learning rates tried per method (constant schedule), each a full run on the first RL seed; each
     method's rate is the one with the best validation value of :attr:`metric`, chosen before the test split
     is read (``tuning`` in ``summary.json``). Further RL seeds train at the chosen rate."""

@@ -33,7 +33,7 @@ def test_settings_errors_say_what_to_pass():
         "greedy": ("", "eval/recall@5/per_responder"),
     }
     assert default_settings("synthetic").rl_seeds == (0,) and default_settings().threads == 1
-    assert default_settings().lr_grid == (1e-4, 2e-4, 4e-4) and default_settings(lr_grid=[3e-4]).lr_grid == (3e-4,)
+    assert default_settings().lr_grid == (1e-4, 3e-4, 1e-3) and default_settings(lr_grid=[3e-4]).lr_grid == (3e-4,)
     with pytest.raises(InputError, match="--lr-grid"):
         default_settings(lr_grid=[1e-4, 1e-4])
     assert default_settings().rl_seeds == (0,) and default_settings().warmup_threads == 2
