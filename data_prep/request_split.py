@@ -199,6 +199,33 @@ def near_pairs(
     return np.concatenate(qi).astype(np.int64), np.concatenate(ci).astype(np.int64), np.concatenate(sc)
 
 
+def twin_pairs(
+    queries: Sequence[str], choices: Sequence[str], *, threshold: float = NEAR_DUPLICATE_THRESHOLD
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Near-duplicate pairs between two lists of prompt texts (raw, as :func:`prompt_texts` gives them):
+    ``(qi, ci, score)``, each ``(P,)``, sorted by query then choice, for pairs with equal normalized text
+    (score 100) or a :data:`SCORER` score >= ``threshold`` on :func:`similarity_texts` (computed over
+    both lists together)."""
+    sim = similarity_texts([*queries, *choices])
+    qi, ci, score = near_pairs(sim[: len(queries)], sim[len(queries) :], threshold=threshold)
+    keys = pl.DataFrame({"ci": np.arange(len(choices)), "key": [normalize_prompt(t) for t in choices]})
+    exact = (
+        pl.DataFrame({"qi": np.arange(len(queries)), "key": [normalize_prompt(t) for t in queries]})
+        .join(keys, on="key", how="inner")
+        .select("qi", "ci", pl.lit(100, pl.UInt8).alias("score"))
+    )
+    pairs = (
+        pl.DataFrame(
+            {"qi": qi, "ci": ci, "score": score}, schema={"qi": pl.Int64, "ci": pl.Int64, "score": pl.UInt8}
+        )
+        .vstack(exact.cast({"qi": pl.Int64, "ci": pl.Int64}))
+        .group_by("qi", "ci")
+        .agg(pl.col("score").max())
+        .sort("qi", "ci")
+    )
+    return pairs["qi"].to_numpy(), pairs["ci"].to_numpy(), pairs["score"].to_numpy()
+
+
 def near_duplicate_groups(texts: Sequence[str], *, threshold: float = NEAR_DUPLICATE_THRESHOLD) -> np.ndarray:
     """``(R,)`` int64 group ids: the connected components of the graph of prompts whose edges are pairs
     with equal normalized text or a :data:`SCORER` score >= ``threshold`` (module docstring).
