@@ -178,7 +178,8 @@ def _interval(cell: Mapping[str, float]) -> str:
 
 def baselines_markdown(result: Mapping[str, Any]) -> str:
     """Reference levels (``eval.baselines.baseline_levels``): one row per (level, metric), one column per
-    view, ``mean [ci_low, ci_high]``; then what each level's lists are."""
+    view, ``mean [ci_low, ci_high]``; then what each level's lists are, the notes, and the split's
+    overlap with the training split (``eval.leakage.overlap_lines``) when the result has one."""
     levels = result["levels"]
     views = [v for v in ALL_VIEWS if any(v in lv for lv in levels.values())]
     n_req = result.get("n_requests", "?")
@@ -195,6 +196,10 @@ def baselines_markdown(result: Mapping[str, Any]) -> str:
             lines.append(f"| {name} | {metric} | " + " | ".join(cells) + " |")
     lines += [""] + [f"- {name}: {level['description']}" for name, level in levels.items()]
     lines += [f"- {note}" for note in result.get("notes", [])]
+    if result.get("split_overlap"):
+        from eval.leakage import overlap_lines
+
+        lines += ["", *overlap_lines(result["split_overlap"])]
     return "\n".join(lines) + "\n"
 
 

@@ -126,6 +126,13 @@ def test_eval_baselines_prints_the_levels_of_a_dataset_split(tmp_path, capsys):
         {"recall@1": 1.5 / 8, "recall@2": 3 / 8}
     )
     assert levels["genre_popularity"]["union"] == pytest.approx({"recall@1": 1 / 6, "recall@2": 1 / 3})
+    # nearest_request: r5 (train, union [Moon]) is every test request's only training request; r4 has seen
+    # Moon (an empty list); r1's u1 {Arrival, Moon}: 1/2, r1's union {Arrival, Interstellar, Moon}: 1/3
+    assert levels["nearest_request"]["per_responder"] == pytest.approx(
+        {"recall@1": 0.5 / 8, "recall@2": 0.5 / 8}
+    )
+    assert levels["nearest_request"]["union"] == pytest.approx({"recall@1": 1 / 12, "recall@2": 1 / 12})
+    assert "seen_request" not in levels and got["split_overlap"]["near_duplicate_prompt"] == 0
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert text.startswith("## Reference levels: split test, 4 requests, 8 catalog items")
@@ -222,3 +229,59 @@ def test_request_levels_score_with_the_eval_code():
     assert set(LEVELS) >= {"nearest_request", "seen_request"}
     without_twins = baseline_levels(HELD_OUT.slice(1, 1), catalog, ks=[3], config=ci, train=TRAIN)
     assert "nearest_request" in without_twins and "seen_request" not in without_twins
+
+
+def test_eval_baselines_on_a_respondent_split_adds_the_lookup_and_warns(tmp_path, capsys):
+    from data_prep.dataset import load_dataset
+    from remark.cli.main import main
+    from tests.eval.conftest import write_split_dataset
+
+    data = write_split_dataset(tmp_path / "respondents", by="respondent")
+    argv = ["eval", "baselines", "--data", str(data), "--k", "10", "--metrics", "recall"]
+    argv += ["--ci-method", "percentile", "--resamples", "200"]
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    got = json.loads(captured.out)
+    overlap = got["split_overlap"]
+    assert (overlap["exact_prompt"], overlap["near_duplicate_prompt"], got["train_split"]) == (4, 4, "train")
+    assert captured.err.startswith("warning: 4 of 4 test requests are training requests")
+    assert "seen_request: 4 of 4 requests are train requests" in " ".join(got["notes"])
+    # seen_request lists each question's training union (K = 10 holds it whole): on the union view, the
+    # share of the held-out union found in the training union, per request
+    ds = load_dataset(data)
+    train = dict(ds.requests.filter(pl.col("split") == "train").select("request_id", "union").iter_rows())
+    test = ds.requests.filter(pl.col("split") == "test")
+    expected = [
+        len(set(u) & set(train[rid.removesuffix("#test")])) / len(u)
+        for rid, u in test.select("request_id", "union").iter_rows()
+    ]
+    seen = got["levels"]["seen_request"]
+    assert seen["union"]["recall@10"]["mean"] == pytest.approx(sum(expected) / len(expected))
+    assert 0 < seen["union"]["recall@10"]["mean"] < 1
+    # nearest_request starts with the same list (the twin scores 100) and pads it: never lower
+    for view in VIEWS:
+        assert got["levels"]["nearest_request"][view]["recall@10"]["mean"] >= seen[view]["recall@10"]["mean"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "| seen_request | recall@10 |" in text and "| nearest_request | recall@10 |" in text
+    assert "Split overlap, test vs train: 4 test requests, 4 train requests" in text
+    assert "\nwarning: 4 of 4 test requests are training requests" in text
+
+
+def test_eval_baselines_on_a_request_split_has_no_lookup_and_no_warning(tmp_path, capsys):
+    from remark.cli.main import main
+    from tests.eval.conftest import write_split_dataset
+
+    data = write_split_dataset(tmp_path / "requests", by="request")
+    argv = ["eval", "baselines", "--data", str(data), "--k", "2", "--metrics", "recall", "--resamples", "200"]
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    got = json.loads(captured.out)
+    assert "seen_request" not in got["levels"] and captured.err == ""
+    assert (got["split_overlap"]["near_duplicate_prompt"], got["split_overlap"]["warning"]) == (0, None)
+    # q4 "Dreams and heists": its nearest training prompt by content words, then the next; q4's
+    # responders name Inception and Interstellar, which no training request holds
+    assert got["levels"]["nearest_request"]["per_responder"]["recall@2"]["mean"] == 0
+    assert main([*argv, "--train-split", "valid"]) == 2
+    err = capsys.readouterr().err
+    assert "no request in split 'valid'" in err and "--train-split" in err
