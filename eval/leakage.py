@@ -111,15 +111,25 @@ def _share(targets: pl.DataFrame, twin_items: pl.DataFrame) -> float | None:
 
 
 def overlap_against_train(
-    requests: pl.DataFrame, split: str | None, *, train_split: str = "train"
+    requests: pl.DataFrame,
+    split: str | None,
+    *,
+    train_split: str = "train",
+    evaluated: pl.DataFrame | None = None,
 ) -> dict | None:
-    """:func:`split_overlap` of ``split`` against ``train_split``, or None where it means nothing: every
-    split at once (None or ``"all"``), the training split itself, or no request in ``train_split``."""
+    """:func:`split_overlap` of ``split`` against ``train_split`` in ``requests`` (a dataset's), or None
+    where it means nothing: every split at once (None or ``"all"``), the training split itself, or no
+    request in ``train_split``. ``evaluated`` (rows of ``split``, e.g. the requests a command scored)
+    replaces the split's rows of ``requests``."""
     if split in (None, "all", train_split):
         return None
-    if requests.filter(pl.col("split") == train_split).height == 0:
+    train = requests.filter(pl.col("split") == train_split)
+    if train.height == 0:
         return None
-    return split_overlap(requests, test_split=split, train_split=train_split)
+    test = requests.filter(pl.col("split") == split) if evaluated is None else evaluated
+    columns = ["prompt", "responders", "union", "split"]
+    frame = pl.concat([train.select(columns), test.select(columns)])
+    return split_overlap(frame, test_split=split, train_split=train_split)
 
 
 def overlap_lines(overlap: dict[str, Any]) -> list[str]:
