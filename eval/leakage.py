@@ -118,10 +118,11 @@ def overlap_against_train(
     evaluated: pl.DataFrame | None = None,
 ) -> dict | None:
     """:func:`split_overlap` of ``split`` against ``train_split`` in ``requests`` (a dataset's), or None
-    where it means nothing: every split at once (None or ``"all"``), the training split itself, or no
-    request in ``train_split``. ``evaluated`` (rows of ``split``, e.g. the requests a command scored)
-    replaces the split's rows of ``requests``."""
-    if split in (None, "all", train_split):
+    where it means nothing: every split at once (None or ``"all"``), the training split itself, no
+    request in ``train_split``, or no ``prompt`` column (a frame built for scoring alone).
+    ``evaluated`` (rows of ``split``, e.g. the requests a command scored) replaces the split's rows of
+    ``requests``."""
+    if split in (None, "all", train_split) or "prompt" not in requests.columns:
         return None
     train = requests.filter(pl.col("split") == train_split)
     if train.height == 0:

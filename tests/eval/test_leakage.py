@@ -141,3 +141,14 @@ def test_a_respondent_split_is_found_through_its_prompts():
             hits += sum(i in union for i in items)
     assert got["target_overlap"] == pytest.approx(hits / total)
     assert got["warning"].startswith("4 of 4 test requests are training requests")
+
+
+def test_overlap_against_train_of_the_evaluated_rows():
+    got = overlap_against_train(REQUESTS, "test", evaluated=REQUESTS.filter(pl.col("request_id") == "s1"))
+    assert (got["n_test_requests"], got["exact_prompt"], got["target_overlap"]) == (
+        1,
+        1,
+        pytest.approx(2 / 3),
+    )
+    assert got["warning"].startswith("1 of 1 test requests")
+    assert overlap_against_train(REQUESTS.drop("prompt"), "test") is None  # a frame built for scoring alone
