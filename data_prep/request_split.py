@@ -1,9 +1,8 @@
 """Splitting by request: near-duplicate prompts found and kept on one side of a split.
 
 A test request whose prompt (reworded, singular/plural, punctuation) is also a training prompt measures
-memorisation, not generalisation (docs/experiments.md, "The protocol"). This module finds such prompts
-and assigns every group of them one split; ``eval.leakage`` uses the same similarity to measure what a
-given split shares.
+memorisation, not generalisation. This module finds such prompts and assigns every group of them one
+split; ``eval.leakage`` uses the same similarity to measure what a given split shares.
 
 The similarity of two prompts (``similarity_texts``, :data:`SCORER`):
 

@@ -18,7 +18,7 @@ A recall of 0.05 means little without a scale. Beside a model's test values (the
   best list a model can learn from the prompt alone (responders draw relevant items from that genre,
   by popularity), an upper reference, not a bound on what sampling finds;
 - ``nearest_request`` (given the training requests): the answers of the most similar training request,
-  the strongest simple baseline on held-out requests (docs/experiments.md). Similarity: rapidfuzz's
+  the strongest simple baseline on held-out requests. Similarity: rapidfuzz's
   ``token_sort_ratio`` of the prompts' content words (``data_prep.request_split.similarity_texts`` and
   ``SCORER``), ties to the lower training row; the request itself is skipped when it is a training
   request (same ``request_id``). The list is that request's union by count (descending, ties by

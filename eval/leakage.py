@@ -3,8 +3,7 @@ training answers already hold.
 
 A test request whose prompt is also a training prompt (the same question, or a near duplicate:
 ``data_prep.request_split``) is scored on answers the model was trained on: a lookup of the training
-answers scores near the ceiling, so the numbers measure memorisation (docs/experiments.md, "The
-protocol"). Such requests are found through their prompts, never their ids, so a respondent split
+answers scores near the ceiling, so the numbers measure memorisation: split by request. Such requests are found through their prompts, never their ids, so a respondent split
 (``data_prep.holdout``: requests ``<qid>`` in train and ``<qid>#test`` in test, same prompt) is seen
 for what it is.
 
