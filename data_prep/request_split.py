@@ -71,8 +71,10 @@ _STOP_TEXT = (
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 #: The shortest word prefix that :func:`similarity_texts` removes as an instruction shared by the prompts.
 MIN_SHARED_PREFIX_WORDS = 8
-#: Cells of one score block (uint8): rows of the queries per ``cdist`` call = this // number of choices.
+#: Cells of one score block (uint8): rows of the queries per ``cdist`` call = this // number of choices,
+#: and at most ``BLOCK_ROWS`` (texts sorted by length: a short block skips the choices out of reach).
 CHUNK_CELLS = 1 << 24
+BLOCK_ROWS = 256
 
 _PUNCT = re.compile(r"[^\w\s]|_")
 _ARTICLES = frozenset(("a", "an", "the"))
@@ -177,25 +179,44 @@ def _check_threshold(threshold: float) -> None:
         raise ValueError(f"threshold must be in (0, 100] (a rapidfuzz score), got {threshold}")
 
 
+def _length_factor(threshold: float) -> float:
+    """f with ``ratio(a, b) >= threshold`` impossible unless ``len(b) <= f len(a)`` (len(a) <= len(b)):
+    ratio = 200 LCS / (la + lb) <= 200 la / (la + lb), so lb <= la (200 - threshold) / threshold."""
+    return (200.0 - threshold) / threshold
+
+
 def near_pairs(
     queries: Sequence[str], choices: Sequence[str], *, threshold: float = NEAR_DUPLICATE_THRESHOLD
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs of similarity texts that score at least ``threshold``: ``(qi, ci, score)``, each ``(P,)``,
-    by query then choice. The queries go in blocks of ``CHUNK_CELLS // C`` rows, so no more than
-    ``CHUNK_CELLS`` bytes of scores exist at once."""
+    sorted by query then choice.
+
+    Both sides are sorted by length; a block of queries (at most ``BLOCK_ROWS`` and ``CHUNK_CELLS // C``
+    rows, so no more than ``CHUNK_CELLS`` bytes of scores at once) is scored against the choices whose
+    length can reach the threshold (:func:`_length_factor`) only, which skips most pairs of texts of
+    varied lengths.
+    """
     _check_threshold(threshold)
     queries, choices = list(queries), list(choices)
-    rows = max(1, CHUNK_CELLS // max(len(choices), 1))
-    qi, ci, sc = [], [], []
+    f = _length_factor(threshold)
+    q_len = np.array([len(t) for t in queries], dtype=np.int64)
+    c_len = np.array([len(t) for t in choices], dtype=np.int64)
+    q_order, c_order = np.argsort(q_len, kind="stable"), np.argsort(c_len, kind="stable")
+    c_sorted, c_sorted_len = [choices[i] for i in c_order], c_len[c_order]
+    rows = max(1, min(BLOCK_ROWS, CHUNK_CELLS // max(len(choices), 1)))
+    qi, ci, sc = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.uint8)]
     for start in range(0, len(queries), rows):
-        block = similarity_scores(queries[start : start + rows], choices, score_cutoff=threshold)
+        idx = q_order[start : start + rows]
+        lo = np.searchsorted(c_sorted_len, np.ceil(q_len[idx[0]] / f - 1e-9), side="left")
+        hi = np.searchsorted(c_sorted_len, np.floor(q_len[idx[-1]] * f + 1e-9), side="right")
+        block = similarity_scores([queries[i] for i in idx], c_sorted[lo:hi], score_cutoff=threshold)
         q, c = np.nonzero(block)
-        qi.append(q + start)
-        ci.append(c)
+        qi.append(idx[q])
+        ci.append(c_order[lo + c])
         sc.append(block[q, c])
-    if not qi:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8)
-    return np.concatenate(qi).astype(np.int64), np.concatenate(ci).astype(np.int64), np.concatenate(sc)
+    qi, ci, sc = np.concatenate(qi).astype(np.int64), np.concatenate(ci).astype(np.int64), np.concatenate(sc)
+    order = np.lexsort((ci, qi))
+    return qi[order], ci[order], sc[order]
 
 
 def twin_pairs(
@@ -229,22 +250,29 @@ def near_duplicate_groups(texts: Sequence[str], *, threshold: float = NEAR_DUPLI
     """``(R,)`` int64 group ids: the connected components of the graph of prompts whose edges are pairs
     with equal normalized text or a :data:`SCORER` score >= ``threshold`` (module docstring).
 
-    Equal similarity texts are scored once (``np.unique``); of the U x U scores, blocks of rows are
-    computed against their own and later columns (at most ``CHUNK_CELLS`` bytes at once). Ids are numbered by first appearance: ``[0, 0, 1]`` for a reworded pair
-    followed by another question.
+    Equal similarity texts are scored once (``np.unique``). The U unique texts are sorted by length and
+    each block of rows is scored against itself and the longer texts that can reach the threshold
+    (:func:`_length_factor`): at most ``CHUNK_CELLS`` bytes of scores at once, and a fraction of U^2 / 2
+    pairs. Ids are numbered by first appearance: ``[0, 0, 1]`` for a reworded pair followed by another
+    question.
     """
     _check_threshold(threshold)
     if len(texts) == 0:
         return np.zeros(0, np.int64)
     unique, inverse = np.unique(np.asarray(similarity_texts(texts), dtype=object), return_inverse=True)
-    unique = unique.tolist()
-    rows = max(1, CHUNK_CELLS // len(unique))
+    lengths = np.array([len(t) for t in unique], dtype=np.int64)
+    order = np.argsort(lengths, kind="stable")
+    ordered, ordered_len = [unique[i] for i in order], lengths[order]
+    f = _length_factor(threshold)
+    rows = max(1, min(BLOCK_ROWS, CHUNK_CELLS // len(unique)))
     a, b = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for start in range(0, len(unique), rows):  # each block against itself and the later texts only
-        block = similarity_scores(unique[start : start + rows], unique[start:], score_cutoff=threshold)
+    for start in range(0, len(unique), rows):  # rows against themselves and the later (longer) texts
+        end = min(start + rows, len(unique))
+        hi = np.searchsorted(ordered_len, np.floor(ordered_len[end - 1] * f + 1e-9), side="right")
+        block = similarity_scores(ordered[start:end], ordered[start:hi], score_cutoff=threshold)
         q, c = np.nonzero(block)
-        a.append(q + start)
-        b.append(c + start)
+        a.append(order[q + start])
+        b.append(order[c + start])
     a, b = np.concatenate(a), np.concatenate(b)
     graph = coo_array((np.ones(len(a), np.int8), (a, b)), shape=(len(unique), len(unique)))
     _, labels = connected_components(graph, directed=False)

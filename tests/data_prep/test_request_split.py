@@ -114,6 +114,45 @@ def test_blocks_give_the_same_groups_and_pairs(monkeypatch):
     assert (whole[a] == whole[b]).all()
 
 
+def _components(n: int, pairs) -> np.ndarray:
+    """(n, n) bool: i and j are linked by a chain of pairs."""
+    links: dict[int, set[int]] = {i: set() for i in range(n)}
+    for q, c in pairs:
+        links[q].add(c)
+        links[c].add(q)
+    label = [-1] * n
+    for start in range(n):
+        if label[start] < 0:
+            label[start], todo = start, [start]
+            while todo:
+                for j in links[todo.pop()]:
+                    if label[j] < 0:
+                        label[j] = start
+                        todo.append(j)
+    lab = np.array(label)
+    return lab[:, None] == lab[None, :]
+
+
+def test_the_length_window_loses_no_pair(monkeypatch):
+    """Blocks skip choices too short or too long to reach the threshold; the pairs equal a full cdist's."""
+    monkeypatch.setattr(rs, "BLOCK_ROWS", 4)  # short blocks: each sees a narrow window of lengths
+    rng = np.random.default_rng(1)
+    words = np.array(["ab", "abc", "abcd", "b", "bcd", "cde", "de", "e"])
+    texts = [" ".join(rng.choice(words, size=rng.integers(1, 12))) for _ in range(150)]
+    sim = similarity_texts(texts)
+    for threshold in (60, 85, 100):
+        full = similarity_scores(sim, sim, score_cutoff=threshold)
+        want_q, want_c = np.nonzero(full)
+        got_q, got_c, got_s = near_pairs(sim, sim, threshold=threshold)
+        assert (got_q.tolist(), got_c.tolist()) == (want_q.tolist(), want_c.tolist())
+        assert got_s.tolist() == full[want_q, want_c].tolist()
+        # the groups are the connected components of those pairs (a breadth-first search over them)
+        groups = near_duplicate_groups(texts, threshold=threshold)
+        same = _components(len(sim), zip(want_q.tolist(), want_c.tolist(), strict=True))
+        assert (same == (groups[:, None] == groups[None, :])).all()
+        assert len(set(groups.tolist())) < len(texts)  # the case has groups to find
+
+
 def test_thresholds_outside_0_100_are_refused():
     for bad in (0, 100.5, -3):
         with pytest.raises(ValueError, match=r"threshold must be in \(0, 100\]"):
