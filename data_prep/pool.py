@@ -33,61 +33,68 @@ Decisions (where Rank-GRPO's data has no equivalent, or where we depart from it)
   without it the split comes from a stable hash of (seed, request_id), so a request and all its
   responders always land in one split. The hash is BLAKE2b, computed once per request in Python:
   polars' ``hash`` is not stable across versions, and a dataset's splits must not change with it.
+- **Near-duplicate prompts share a split** (``SplitSpec.near_duplicate_threshold``, default
+  ``data_prep.request_split.NEAR_DUPLICATE_THRESHOLD``): requests without a given split are hashed by
+  the smallest request id of their near-duplicate group (``data_prep.request_split``), so a reworded
+  question is not in train and test at once. Groups are found over all requests: a group that holds
+  requests with one given split puts its other requests there too. ``SplitSpec`` and ``hash_split``
+  are defined there and used here.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from catalog.normalize import split_title_year
-from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, SPLITS, Report, Threads, flag_rows
-from data_prep.timesplit import TimeSplit, assign_time_splits
+from data_prep.request_split import SplitSpec, hash_split, near_duplicate_groups, prompt_texts
+from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report, Threads, flag_rows
+from data_prep.timesplit import assign_time_splits
+
+#: the split of ``pool_threads`` and ``assign_splits`` when none is given
+DEFAULT_SPLIT = SplitSpec()
 
 
-@dataclass(frozen=True)
-class SplitSpec:
-    """How requests without a given split are assigned one: by time when ``by_time`` is set (every such
-    request then needs a timestamp), else seeded fractions over a stable hash."""
+def assign_splits(requests: pl.DataFrame, spec: SplitSpec = DEFAULT_SPLIT) -> pl.DataFrame:
+    """Fill null ``split`` values of a pooled table; given splits are kept.
 
-    fractions: tuple[tuple[str, float], ...] = (("train", 0.8), ("valid", 0.1), ("test", 0.1))
-    seed: int = 0
-    by_time: TimeSplit | None = None
-
-    def __post_init__(self) -> None:
-        names = [n for n, _ in self.fractions]
-        if not names or any(n not in SPLITS for n in names) or len(set(names)) != len(names):
-            raise ValueError(f"split names must be distinct, among {list(SPLITS)}; got {names}")
-        if (
-            not all(0.0 <= f <= 1.0 for _, f in self.fractions)
-            or not abs(sum(f for _, f in self.fractions) - 1.0) <= 1e-9
-        ):
-            raise ValueError(f"split fractions must be in [0, 1] and sum to 1; got {self.fractions}")
-
-
-def hash_split(request_ids: list[str], spec: SplitSpec) -> list[str]:
-    """The split of each id: u = BLAKE2b(seed, id) / 2**64 falls into one of the cumulative fractions."""
-    bounds, total = [], 0.0
-    for name, frac in spec.fractions:
-        total += frac
-        bounds.append((total, name))
-    out = []
-    for rid in request_ids:
-        digest = hashlib.blake2b(f"{spec.seed}\x00{rid}".encode(), digest_size=8).digest()
-        u = int.from_bytes(digest, "big") / 2**64
-        out.append(next((name for bound, name in bounds if u < bound), bounds[-1][1]))
-    return out
-
-
-def assign_splits(requests: pl.DataFrame, spec: SplitSpec = SplitSpec()) -> pl.DataFrame:
-    """Fill null ``split`` values of a pooled table by :func:`hash_split`; given splits are kept."""
-    missing = requests.filter(pl.col("split").is_null())["request_id"].to_list()
-    if not missing:
+    With ``spec.near_duplicate_threshold`` (the default), the requests' prompts are grouped
+    (``data_prep.request_split.near_duplicate_groups``, over every request): a request without a split
+    takes its group's given split when the group has exactly one, else the split :func:`hash_split`
+    gives the smallest id among the group's requests without a split. Without it, each request is
+    hashed by its own id.
+    """
+    missing = requests["split"].is_null()
+    if not missing.any():
         return requests
-    table = pl.DataFrame({"request_id": missing, "_h": hash_split(missing, spec)})
+    if spec.near_duplicate_threshold is None:
+        ids = requests.filter(missing)["request_id"].to_list()
+        table = pl.DataFrame({"request_id": ids, "_h": hash_split(ids, spec)})
+    else:
+        if "prompt" not in requests.columns:
+            raise ValueError(
+                "grouping near-duplicate prompts needs a prompt column (or near_duplicate_threshold=None)"
+            )
+        groups = near_duplicate_groups(prompt_texts(requests), threshold=spec.near_duplicate_threshold)
+        frame = requests.select("request_id", "split").with_columns(pl.Series("_g", groups))
+        given = (
+            frame.drop_nulls("split")
+            .group_by("_g")
+            .agg(pl.col("split").unique().alias("_given"))
+            .filter(pl.col("_given").list.len() == 1)
+            .select("_g", pl.col("_given").list.first().alias("_given"))
+        )
+        smallest = frame.filter(pl.col("split").is_null()).group_by("_g").agg(pl.col("request_id").min())
+        smallest = smallest.with_columns(
+            pl.Series("_hashed", hash_split(smallest["request_id"].to_list(), spec))
+        )
+        table = (
+            frame.filter(pl.col("split").is_null())
+            .join(given, on="_g", how="left")
+            .join(smallest.select("_g", "_hashed"), on="_g", how="left")
+            .select("request_id", pl.coalesce("_given", "_hashed").alias("_h"))
+        )
     return (
         requests.join(table, on="request_id", how="left", maintain_order="left")
         .with_columns(pl.coalesce("split", "_h").alias("split"))
@@ -217,7 +224,7 @@ def pool_threads(
     threads: Threads | pl.DataFrame,
     matcher: Any,
     *,
-    split: SplitSpec = SplitSpec(),
+    split: SplitSpec = DEFAULT_SPLIT,
     report: Report | None = None,
 ) -> pl.DataFrame:
     """Pool a validated threads frame into one row per request (``REQUESTS_SCHEMA`` + ``responder_ids``).

@@ -1,4 +1,5 @@
-"""Reference levels: what no model, a popularity list and a genre list score on the same requests.
+"""Reference levels: what no model, a popularity list, a genre list and the training answers of similar
+requests score on the same requests.
 
 A recall of 0.05 means little without a scale. Beside a model's test values (the demo's report,
 ``remark eval baselines``), on the same requests and with the same metric code (``eval.views.score_lists``):
@@ -15,7 +16,19 @@ A recall of 0.05 means little without a scale. Beside a model's test values (the
   unseen items of the genre the request names (the longest catalog genre found in its first user
   message); requests naming none fall back to the popularity list. In the synthetic world this is the
   best list a model can learn from the prompt alone (responders draw relevant items from that genre,
-  by popularity), an upper reference, not a bound on what sampling finds.
+  by popularity), an upper reference, not a bound on what sampling finds;
+- ``nearest_request`` (given the training requests): the answers of the most similar training request,
+  the strongest simple baseline on held-out requests. Similarity: rapidfuzz's
+  ``token_sort_ratio`` of the prompts' content words (``data_prep.request_split.similarity_texts`` and
+  ``SCORER``), ties to the lower training row; the request itself is skipped when it is a training
+  request (same ``request_id``). The list is that request's union by count (descending, ties by
+  union order) without the request's ``seen`` items, then the next most similar requests' unions the
+  same way, skipping items already listed, until K items;
+- ``seen_request`` (given the training requests, and only when some request has a training twin:
+  the same normalized prompt or a near-duplicate one, ``data_prep.request_split.twin_pairs``): the
+  twin's union by count without the request's seen items, K at most; the most similar twin, ties to the
+  lower row; requests without a twin get an empty list. A lookup of the answers trained on: the ceiling
+  a memorising model approaches on a split that shares requests with training (``eval.leakage``).
 
 :func:`reference_levels` gives the demo's recall@K per view; :func:`baseline_levels` any metrics, cut-offs
 and views with bootstrap intervals over requests (``remark eval baselines``).
@@ -29,6 +42,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from data_prep.request_split import CHUNK_CELLS, prompt_texts, similarity_scores, similarity_texts, twin_pairs
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.views import score_lists, split_key
 
@@ -38,6 +52,10 @@ LEVELS = {
     "chance": "K random unseen catalog items (exact expectation; recall only)",
     "popularity": "the K most popular unseen catalog items",
     "genre_popularity": "the K most popular unseen items of the genre the request names",
+    "nearest_request": "the training answers (by count) of the most similar training prompt, then the next, "
+    "unseen items, K in all",
+    "seen_request": "the training answers of the request's own training twin (same or near-duplicate "
+    "prompt): a lookup, the memorisation ceiling",
 }
 
 
@@ -90,12 +108,91 @@ def genre_lists(requests: pl.DataFrame, catalog: pl.DataFrame, k: int) -> list[l
     return lists
 
 
-def reference_levels(requests: pl.DataFrame, catalog: pl.DataFrame, k: int) -> dict[str, dict[str, Any]]:
-    """``{level: {view: recall@K}}`` on ``requests`` (the test split) for the levels the module lists."""
+def _unions_by_count(frame: pl.DataFrame) -> list[list[str]]:
+    """Each row's ``union`` sorted by ``counts``, descending; ties keep the union's order."""
+    out = []
+    for union, counts in zip(frame["union"].to_list(), frame["counts"].to_list(), strict=True):
+        order = sorted(range(len(union)), key=lambda i: -counts[i])
+        out.append([union[i] for i in order])
+    return out
+
+
+def nearest_request_lists(train: pl.DataFrame, requests: pl.DataFrame, k: int) -> list[list[str]]:
+    """Per request, the answers of the most similar training requests (module docstring), K items.
+
+    ``train`` and ``requests``: pooled rows (``request_id``, ``prompt``, ``union``, ``counts``; ``seen``
+    for ``requests``). Scores: ``(R, N)`` uint8, computed ``CHUNK_CELLS // N`` requests at a time; per
+    request, training rows by descending score (a stable sort: ties to the lower row).
+    """
+    if train.height == 0:
+        return [[] for _ in range(requests.height)]
+    sim = similarity_texts(prompt_texts(pl.concat([requests.select("prompt"), train.select("prompt")])))
+    queries, choices = sim[: requests.height], sim[requests.height :]
+    train_ids = train["request_id"].to_list()
+    unions = _unions_by_count(train)
+    ids, seens = requests["request_id"].to_list(), requests["seen"].to_list()
+    rows = max(1, CHUNK_CELLS // len(choices))
+    out = []
+    for start in range(0, requests.height, rows):
+        scores = similarity_scores(queries[start : start + rows], choices)
+        for r, row in enumerate(scores):
+            rid, seen = ids[start + r], set(seens[start + r])
+            listed: list[str] = []
+            for j in np.argsort(-row.astype(np.int16), kind="stable"):
+                if train_ids[j] == rid:
+                    continue
+                listed += [i for i in unions[j] if i not in seen and i not in listed][: k - len(listed)]
+                if len(listed) == k:
+                    break
+            out.append(listed)
+    return out
+
+
+def seen_request_lists(train: pl.DataFrame, requests: pl.DataFrame, k: int) -> list[list[str]] | None:
+    """Per request, its training twin's answers (module docstring); ``[]`` without a twin; None when no
+    request has one. Twins: ``data_prep.request_split.twin_pairs`` of the prompts, same ``request_id``
+    excluded; the highest score wins, ties to the lower training row."""
+    if train.height == 0 or requests.height == 0:
+        return None
+    qi, ci, score = twin_pairs(prompt_texts(requests), prompt_texts(train))
+    train_ids, ids = train["request_id"].to_list(), requests["request_id"].to_list()
+    best: dict[int, tuple[int, int]] = {}  # request row -> (score, training row)
+    for q, c, s in zip(qi.tolist(), ci.tolist(), score.tolist(), strict=True):  # by request, then row
+        if train_ids[c] != ids[q] and (q not in best or s > best[q][0]):
+            best[q] = (s, c)
+    if not best:
+        return None
+    unions = _unions_by_count(train)
+    out = []
+    for q, seen in enumerate(requests["seen"].to_list()):
+        twin = unions[best[q][1]] if q in best else []
+        out.append([i for i in twin if i not in set(seen)][:k])
+    return out
+
+
+def request_lists(
+    requests: pl.DataFrame, train: pl.DataFrame | None, k: int
+) -> dict[str, list[list[str]] | None]:
+    """``nearest_request`` and ``seen_request`` lists of K items (None each without ``train``; the
+    seen level None when no request has a training twin)."""
+    if train is None:
+        return {"nearest_request": None, "seen_request": None}
+    return {
+        "nearest_request": nearest_request_lists(train, requests, k),
+        "seen_request": seen_request_lists(train, requests, k),
+    }
+
+
+def reference_levels(
+    requests: pl.DataFrame, catalog: pl.DataFrame, k: int, *, train: pl.DataFrame | None = None
+) -> dict[str, dict[str, Any]]:
+    """``{level: {view: recall@K}}`` on ``requests`` (the test split) for the levels the module lists;
+    ``nearest_request`` (and ``seen_request``) when ``train`` (the training requests) is given."""
     out: dict[str, dict[str, Any]] = {"chance": chance_recall(requests, catalog.height, k)}
     listed = {
         "popularity": popularity_lists(requests, catalog, k),
         "genre_popularity": genre_lists(requests, catalog, k),
+        **request_lists(requests, train, k),
     }
     for name, lists in listed.items():
         if lists is None:
@@ -112,13 +209,15 @@ def baseline_tables(
     ks: Sequence[int],
     metrics: Sequence[str],
     views: Sequence[str] = VIEWS,
+    train: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Per level, its per-request table (``eval.views.ScoredLists.per_request``: ``request_id``, weight
     columns, ``eval/<metric>@<k>/<view>``) on ``requests``.
 
-    ``popularity`` and ``genre_popularity`` score lists of ``max(ks)`` items (their top k is the level's
-    list at k); ``popularity`` is left out when no catalog item has a popularity, ``genre_popularity``
-    without a ``genre`` column. ``chance`` holds :func:`chance_recall_R` in the recall columns of the
+    ``popularity``, ``genre_popularity``, ``nearest_request`` and ``seen_request`` score lists of
+    ``max(ks)`` items (their top k is the level's list at k); ``popularity`` is left out when no catalog
+    item has a popularity, ``genre_popularity`` without a ``genre`` column, the request levels without
+    ``train`` (the training requests), ``seen_request`` when no request has a training twin. ``chance`` holds :func:`chance_recall_R` in the recall columns of the
     empty lists' table (same rows, weights and exclusions), and only those.
     """
     ks = sorted(set(ks))
@@ -136,6 +235,7 @@ def baseline_tables(
         if catalog["popularity"].is_not_null().any()
         else None,
         "genre_popularity": genre_lists(requests, catalog, max(ks)),
+        **request_lists(requests, train, max(ks)),
     }
     for name, lists in listed.items():
         if lists is not None:
@@ -151,11 +251,14 @@ def baseline_levels(
     metrics: Sequence[str] = ("recall",),
     views: Sequence[str] = VIEWS,
     config: BootstrapConfig = DEFAULT_CI,
+    train: pl.DataFrame | None = None,
 ) -> dict[str, dict[str, Any]]:
     """``{level: {view: {"recall@5": {"mean", "ci_low", "ci_high"}}}}`` on ``requests``: each table of
-    :func:`baseline_tables` with its bootstrap over requests (``eval.bootstrap.intervals``)."""
+    :func:`baseline_tables` (``train``: the training requests, for the request levels) with its
+    bootstrap over requests (``eval.bootstrap.intervals``)."""
     out: dict[str, dict[str, Any]] = {}
-    for name, table in baseline_tables(requests, catalog, ks=ks, metrics=metrics, views=views).items():
+    tables = baseline_tables(requests, catalog, ks=ks, metrics=metrics, views=views, train=train)
+    for name, table in tables.items():
         keys = [c for c in table.columns if c.startswith("eval/")]
         out[name] = {}
         for key, cell in intervals(table, keys, config).items():

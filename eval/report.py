@@ -73,7 +73,8 @@ def _variant_tables(result: Mapping[str, Any], fmt: Any) -> list[str]:
 
 def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str:
     """A markdown table: one row per metric, one column per view, ``mean [ci_low, ci_high]``; then one
-    table per view with its slot-filter variants, if any."""
+    table per view with its slot-filter variants, if any; counts, warnings, the split's overlap with the
+    training split (``eval.leakage.overlap_lines``) and versions when the result has them."""
     views = [v for v in ALL_VIEWS if v in result]
     names = _metric_order([m for v in views for m in result[v]])
     lines = [f"## {title}", ""]
@@ -100,6 +101,10 @@ def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str
     warnings = result.get("warnings")
     if warnings:
         lines += ["", "Warnings: " + "; ".join(f"{k}: {v}" for k, v in warnings.items())]
+    if result.get("split_overlap"):
+        from eval.leakage import overlap_lines
+
+        lines += ["", *overlap_lines(result["split_overlap"])]
     if result.get("versions"):
         lines += ["", "Versions: " + versions_line(result["versions"])]
     return "\n".join(lines) + "\n"
@@ -180,7 +185,8 @@ def _interval(cell: Mapping[str, float]) -> str:
 
 def baselines_markdown(result: Mapping[str, Any]) -> str:
     """Reference levels (``eval.baselines.baseline_levels``): one row per (level, metric), one column per
-    view, ``mean [ci_low, ci_high]``; then what each level's lists are."""
+    view, ``mean [ci_low, ci_high]``; then what each level's lists are, the notes, and the split's
+    overlap with the training split (``eval.leakage.overlap_lines``) when the result has one."""
     levels = result["levels"]
     views = [v for v in ALL_VIEWS if any(v in lv for lv in levels.values())]
     n_req = result.get("n_requests", "?")
@@ -197,6 +203,10 @@ def baselines_markdown(result: Mapping[str, Any]) -> str:
             lines.append(f"| {name} | {metric} | " + " | ".join(cells) + " |")
     lines += [""] + [f"- {name}: {level['description']}" for name, level in levels.items()]
     lines += [f"- {note}" for note in result.get("notes", [])]
+    if result.get("split_overlap"):
+        from eval.leakage import overlap_lines
+
+        lines += ["", *overlap_lines(result["split_overlap"])]
     return "\n".join(lines) + "\n"
 
 

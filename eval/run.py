@@ -10,7 +10,9 @@ folder that is not an earlier output of the same command is refused before any g
   the same numbers (``grounded`` holds the catalog ids, null when a line did not ground);
 - ``samples.jsonl`` (with ``num_samples > 0``): the same per sampled list, plus ``sample``;
 - ``metrics.json``: the score JSON of the greedy lists (``n_requests``, ``per_responder``, ``union``,
-  ``single_mention``, ``settings``, ``ci``, ``counts``, ``lists``, ``warnings``), with ``sampled`` (the
+  ``single_mention``, ``settings``, ``ci``, ``counts``, ``lists``, ``warnings``; ``split_overlap``: the
+  evaluated requests' overlap with the train split, ``eval.leakage``, when the dataset has one and the
+  split is another), with ``sampled`` (the
   same for sampled lists) and ``generation`` (engine, model, config; ``max_new_tokens`` the cap used,
   ``eval.generate.TOKENS_PER_ITEM`` x k unless one was given, and ``notes``: a cap below that);
 - ``per_request.parquet`` (and ``per_request_sampled.parquet``): per-request values, the training
@@ -50,6 +52,7 @@ from data_prep.dataset import dataset_identity, load_dataset
 from eval.adapters import adapter_base, is_adapter_dir
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
 from eval.generate import DEFAULT_GENERATION, NO_ADAPTER, AdapterLoad, GenerationConfig, generate_lists
+from eval.leakage import overlap_against_train
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.report import metrics_markdown, plot_metrics
 from eval.score import (
@@ -219,6 +222,7 @@ def _evaluate_model(
         )
     if limit is not None:
         requests = requests.head(limit)
+    overlap = overlap_against_train(ds.requests, split, evaluated=requests)
     gen_cfg = dataclasses.replace(generation, k=max(generation.k, max(ks)))
     cap_note = gen_cfg.cap_note()
     gen = generate_lists(model_dir, requests["prompt"].to_list(), ds.meta, gen_cfg, adapter)
@@ -249,6 +253,8 @@ def _evaluate_model(
         result = summarize(scored, config, settings={**settings, "lists": "greedy"}, warnings=warnings)
         result["requests_by_split"] = requests_by_split(requests)
         result["lists"]["shape"] = describe_lists(gen.greedy, grounded)
+        if overlap is not None:
+            result["split_overlap"] = overlap
         pred_rows = [
             {"request_id": r, "recommendations": s, "grounded": g, "completion": c}
             for r, s, g, c in zip(ids_req, shown, grounded, gen.greedy)

@@ -49,6 +49,7 @@ from catalog.shared.files import iter_jsonl
 from catalog.shared.versions import package_versions
 from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding, dataset_identity
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
+from eval.leakage import overlap_against_train
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.views import VIEWS, ScoredLists, key_views, score_lists, split_key
 
@@ -285,7 +286,8 @@ def score_predictions(
     """Align, ground, score and bootstrap; returns (result JSON, per-request scores).
 
     ``grounding``: settings asked for instead of the dataset's (see :func:`grounding_choice`);
-    ``grounding_by`` names who asked, for the printed note.
+    ``grounding_by`` names who asked, for the printed note. ``result["split_overlap"]``: the scored
+    requests' overlap with the dataset's train split (``eval.leakage``), when that means something.
     """
     aligned = align(
         preds,
@@ -312,6 +314,9 @@ def score_predictions(
     scored.per_row = per_row_table(scored, aligned.requests, dataset.responder_rows)
     result["n_predictions"] = len(preds.request_ids)
     result["requests_by_split"] = requests_by_split(aligned.requests)
+    overlap = overlap_against_train(dataset.requests, split, evaluated=aligned.requests)
+    if overlap is not None:
+        result["split_overlap"] = overlap
     return result, scored
 
 

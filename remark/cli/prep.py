@@ -303,6 +303,7 @@ def run(args: argparse.Namespace) -> int:
         "split_fractions": None if by_time else dict(spec.fractions),
         "split_seed": None if by_time else spec.seed,
         "split_by_time": by_time.spec if by_time else None,
+        "split_near_duplicate_threshold": None if by_time else spec.near_duplicate_threshold,
     }
     ds = write_dataset(
         args.out,

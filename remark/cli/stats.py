@@ -1,4 +1,6 @@
-"""``remark stats DIR``: statistics of a prepared dataset (recomputed from requests.parquet)."""
+"""``remark stats DIR``: statistics of a prepared dataset (recomputed from requests.parquet), and the
+overlap of each split with the training split (``eval.leakage.split_overlap``: test requests that are
+training requests by their prompts), with a warning when there is any."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from data_prep.dataset import load_dataset, read_stats
+    from data_prep.schema import SPLITS
     from data_prep.stats import dataset_stats, format_stats
+    from eval.leakage import overlap_against_train, overlap_lines, warn
 
     ds = load_dataset(args.dir)
     stats = dataset_stats(ds.requests)
@@ -25,11 +29,27 @@ def run(args: argparse.Namespace) -> int:
     prep = (read_stats(args.dir) or {}).get("prep")
     if prep is not None:
         stats["prep"] = prep
+    if "split_near_duplicate_threshold" in ds.meta:
+        stats["split_near_duplicate_threshold"] = ds.meta["split_near_duplicate_threshold"]
+    present = set(ds.requests["split"].drop_nulls().to_list())
+    others = [s for s in SPLITS if s in present] + sorted(present - set(SPLITS))
+    overlaps = {s: overlap_against_train(ds.requests, s) for s in others if s != "train"}
+    stats["split_overlap"] = {s: o for s, o in overlaps.items() if o is not None}
     if args.json:
         print(json.dumps(stats, indent=2))
-    else:
-        print(
-            f"{args.dir}: source {ds.meta['source']}, domain {ds.meta['domain']}, {len(ds.catalog)} catalog items"
-        )
-        print(format_stats(stats))
+        for overlap in stats["split_overlap"].values():
+            warn(overlap)
+        return 0
+    print(
+        f"{args.dir}: source {ds.meta['source']}, domain {ds.meta['domain']}, {len(ds.catalog)} catalog items"
+    )
+    print(format_stats(stats))
+    if "split_near_duplicate_threshold" in stats:
+        t = stats["split_near_duplicate_threshold"]
+        kept = "not grouped" if t is None else f"kept in one split (score >= {t:g}, data_prep.request_split)"
+        print(f"splits remark prep assigned: near-duplicate prompts {kept}")
+    if "train" not in present:
+        print("split overlap: no train split to compare with")
+    for overlap in stats["split_overlap"].values():
+        print("\n".join(overlap_lines(overlap)))
     return 0

@@ -57,7 +57,50 @@ def test_stats_command_json_matches_the_file(tmp_path, inputs, capsys):
     saved = json.loads((out / "stats.json").read_text())
     assert shown["n_responders"] == saved["n_responders"] and shown["responder_rows"] == 4
     assert main(["stats", str(out)]) == 0
-    assert "responders per request: min 2" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "responders per request: min 2" in printed
+    # q1's split is given (train), q2's assigned with near-duplicate grouping, recorded and printed
+    assert load_dataset(out).meta["split_near_duplicate_threshold"] == 85.0
+    assert shown["split_near_duplicate_threshold"] == 85.0
+    assert "near-duplicate prompts kept in one split (score >= 85, data_prep.request_split)" in printed
+
+
+def test_stats_prints_the_overlap_of_a_respondent_split_and_warns(tmp_path, capsys):
+    from tests.eval.conftest import write_split_dataset
+
+    data = write_split_dataset(tmp_path / "respondents", by="respondent")
+    assert main(["stats", str(data)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "Split overlap, test vs train: 4 test requests, 4 train requests; same prompt as a train request: 4; "
+        "same or near-duplicate prompt (score >= 85, data_prep.request_split): 4"
+    ) in printed
+    assert "warning: 4 of 4 test requests are training requests (same or near-duplicate prompt)" in printed
+    assert main(["stats", str(data), "--json"]) == 0
+    captured = capsys.readouterr()
+    overlap = json.loads(captured.out)["split_overlap"]
+    assert list(overlap) == ["test"] and overlap["test"]["near_duplicate_prompt"] == 4
+    assert 0 < overlap["test"]["target_overlap"] < 1
+    assert captured.err.startswith("warning: 4 of 4 test requests are training requests")
+
+
+def test_stats_prints_no_overlap_for_a_request_split(tmp_path, capsys):
+    from tests.eval.conftest import write_split_dataset
+
+    data = write_split_dataset(tmp_path / "requests", by="request")
+    assert main(["stats", str(data)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "Split overlap, test vs train: 1 test requests, 3 train requests; same prompt as a train request: 0;"
+        in printed
+    )
+    assert "near-duplicate prompt (score >= 85, data_prep.request_split): 0" in printed
+    assert "warning" not in printed
+    assert main(["stats", str(data), "--json"]) == 0
+    captured = capsys.readouterr()
+    overlap = json.loads(captured.out)["split_overlap"]["test"]
+    assert (overlap["exact_prompt"], overlap["near_duplicate_prompt"], overlap["warning"]) == (0, 0, None)
+    assert captured.err == ""
 
 
 def test_a_failed_run_leaves_the_old_dataset_untouched(tmp_path, inputs, monkeypatch, capsys):

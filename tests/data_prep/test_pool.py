@@ -141,10 +141,43 @@ def test_hash_split_is_stable_seeded_and_follows_fractions():
     assert hash_split(["q1"], SplitSpec((("train", 0.89), ("test", 0.11)))) == ["test"]
 
 
+def _requests(ids, texts, splits):
+    prompts = [[{"role": "user", "content": t}] for t in texts]
+    return pl.DataFrame({"request_id": ids, "prompt": prompts, "split": splits})
+
+
 def test_assign_splits_keeps_given_splits():
-    df = pl.DataFrame({"request_id": ["a", "b"], "split": ["valid", None]})
+    df = _requests(["a", "b"], ["Old classics?", "Sci-fi like Arrival?"], ["valid", None])
     out = assign_splits(df, SplitSpec((("test", 1.0),)))
     assert out["split"].to_list() == ["valid", "test"]
+    bare = df.drop("prompt")  # without grouping, no prompt is needed; with it, one is
+    alone = SplitSpec((("test", 1.0),), near_duplicate_threshold=None)
+    assert assign_splits(bare, alone)["split"].to_list() == ["valid", "test"]
+    with pytest.raises(ValueError, match="needs a prompt column"):
+        assign_splits(bare, SplitSpec((("test", 1.0),)))
+
+
+def test_assign_splits_puts_near_duplicate_prompts_in_one_split():
+    # Pinned hashes (SplitSpec() fractions, seed 0): q1 valid, q2 train, q3 train, q4 train.
+    texts = ["Name a fruit.", "name fruits", "Name something you bring to the beach", "Old classics?"]
+    df = _requests(["q2", "q1", "q3", "q4"], texts, [None] * 4)
+    # q1 and q2 are one group: both take hash("q1") = valid; alone, q2 would be train
+    assert assign_splits(df)["split"].to_list() == ["valid", "valid", "train", "train"]
+    alone = SplitSpec(near_duplicate_threshold=None)
+    assert assign_splits(df, alone)["split"].to_list() == ["train", "valid", "train", "train"]
+    # a group with one given split takes it: q2 given test pulls q1 there, whatever q1's hash
+    given = df.with_columns(pl.Series("split", ["test", None, None, None]))
+    assert assign_splits(given)["split"].to_list() == ["test", "test", "train", "train"]
+    # two given splits in a group: the others are hashed by their own smallest id (q1 -> valid)
+    texts3 = ["Name a fruit.", "name fruits", "NAME A FRUIT!", "Old classics?"]
+    mixed = _requests(["q2", "q1", "q3", "q4"], texts3, ["test", None, "train", None])
+    assert assign_splits(mixed)["split"].to_list() == ["test", "valid", "train", "train"]
+
+
+def test_split_spec_rejects_a_bad_near_duplicate_threshold():
+    for bad in (0.0, 101.0):
+        with pytest.raises(ValueError, match="near_duplicate_threshold"):
+            SplitSpec(near_duplicate_threshold=bad)
 
 
 def test_split_spec_rejects_bad_fractions():

@@ -67,3 +67,54 @@ def write_tiny_dataset(out: Path, catalog_columns: dict[str, list] | None = None
 @pytest.fixture
 def tiny_dataset(tmp_path) -> Path:
     return write_tiny_dataset(tmp_path / "data")
+
+
+#: question -> (prompt, responders' titles): four questions, four responders each
+QUESTIONS = {
+    "q1": (
+        "Name a film with a robot",
+        [["The Matrix", "Moon"], ["The Matrix"], ["Moon", "Arrival"], ["Moon"]],
+    ),
+    "q2": ("Old classics?", [["Contact"], ["Contact", "Blade Runner"], ["Blade Runner"], ["Contact"]]),
+    "q3": ("Something about first contact", [["Arrival"], ["Contact", "Arrival"], ["Arrival"], ["Contact"]]),
+    "q4": ("Dreams and heists", [["Inception"], ["Inception"], ["Interstellar", "Inception"], ["Inception"]]),
+}
+
+
+def write_split_dataset(out: Path, *, by: str) -> Path:
+    """QUESTIONS as a dataset split ``by="respondent"`` (each question's responders halved by
+    ``data_prep.holdout.holdout_responders``: requests ``<qid>`` in train, ``<qid>#test`` in test, same
+    prompt) or ``by="request"`` (q1, q2, q3 in train, q4 in test)."""
+    from data_prep.holdout import holdout_responders
+
+    catalog = Catalog.from_frame(
+        pl.DataFrame({"title": [t for t, _ in TITLES], "year": [y for _, y in TITLES]})
+    )
+    years = dict(TITLES)
+    rows = [
+        {
+            "request_id": qid,
+            "prompt": [{"role": "user", "content": prompt}],
+            "responder_id": f"{qid}-u{j}",
+            "title": t,
+            "year": years[t],
+            "seen": [],
+            "split": "test" if qid == "q4" else "train",
+        }
+        for qid, (prompt, responders) in QUESTIONS.items()
+        for j, titles in enumerate(responders)
+        for t in titles
+    ]
+    matcher = Matcher(catalog)
+    pooled = pool_threads(validate_threads(pl.DataFrame(rows)), matcher)
+    if by == "respondent":
+        halves = holdout_responders(pooled, fraction=0.5, seed=0)
+        pooled = pl.concat(
+            [
+                halves.train.with_columns(split=pl.lit("train")),
+                halves.heldout.with_columns(split=pl.lit("test"), request_id=pl.col("request_id") + "#test"),
+            ]
+        )
+    meta = {"source": "test", "domain": "movie", "has_years": True, "instruction_included": False}
+    write_dataset(out, pooled, catalog, meta, grounding=matcher.settings)
+    return out

@@ -47,6 +47,14 @@ def test_score_json_hand_computed(tiny_dataset, tmp_path, capsys):
     assert out["union"]["recall@2"]["mean"] == pytest.approx((2 / 3 + 1 / 3 + 0 + 2 / 3) / 4)
     assert set(out["union"]["recall@1"]) == {"mean", "ci_low", "ci_high"}
     assert out["warnings"] == {"empty_lists": 1} and out["settings"]["compact"] is True
+    # r5 is the train split: none of the 4 test prompts is its twin
+    overlap = out["split_overlap"]
+    assert (overlap["n_test_requests"], overlap["n_train_requests"], overlap["near_duplicate_prompt"]) == (
+        4,
+        1,
+        0,
+    )
+    assert overlap["warning"] is None and capsys.readouterr().err == ""
     assert {p.name for p in (tmp_path / "scored").iterdir()} == {
         ".remark-output.json",
         "metrics.json",
@@ -166,9 +174,62 @@ def test_run_on_the_tiny_model_writes_every_output(tiny_model_dir, tiny_dataset,
         ],
     )
     assert rescored["per_responder"] == result["per_responder"] and rescored["union"] == result["union"]
+    assert (
+        rescored["split_overlap"]
+        == result["split_overlap"]
+        == json.loads((out / "metrics.json").read_text())["split_overlap"]
+    )
     # greedy generation is deterministic: a second run writes the same lists
     assert main([*argv, *CI]) == 0
     assert [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()] == rows
+
+
+def test_score_and_run_record_the_overlap_of_a_respondent_split(tiny_model_dir, tmp_path, capsys):
+    from tests.eval.conftest import write_split_dataset
+
+    data = write_split_dataset(tmp_path / "respondents", by="respondent")
+    preds = [{"request_id": f"q{i}#test", "recommendations": ["Moon (2009)"]} for i in range(1, 5)]
+    argv = [
+        "eval",
+        "score",
+        "--data",
+        str(data),
+        "--predictions",
+        str(write_preds(tmp_path / "p.jsonl", preds)),
+    ]
+    argv += ["--k", "1", "--metrics", "recall", *CI]
+    assert main([*argv, "--json", "--out", str(tmp_path / "scored")]) == 0
+    captured = capsys.readouterr()
+    overlap = json.loads(captured.out)["split_overlap"]
+    assert (overlap["exact_prompt"], overlap["near_duplicate_prompt"]) == (4, 4)
+    warning = "warning: 4 of 4 test requests are training requests (same or near-duplicate prompt)"
+    assert captured.err.startswith(warning)
+    report = (tmp_path / "scored" / "report.md").read_text()
+    assert "Split overlap, test vs train: 4 test requests, 4 train requests" in report and warning in report
+    assert json.loads((tmp_path / "scored" / "metrics.json").read_text())["split_overlap"] == overlap
+    assert main(argv) == 0
+    assert warning in capsys.readouterr().out
+    # eval run: the overlap of the requests it evaluated (--limit 2), before generating anything
+    out = tmp_path / "run"
+    run = [
+        "eval",
+        "run",
+        "--model",
+        str(tiny_model_dir),
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--limit",
+        "2",
+    ]
+    run += ["--max-new-tokens", "4", "--k", "1", "--engine", "transformers", *CI]
+    result = run_json(capsys, [*run, "--json"])
+    assert (
+        result["split_overlap"]["near_duplicate_prompt"] == 2
+        and result["split_overlap"]["n_test_requests"] == 2
+    )
+    assert "warning: 2 of 2 test requests are training requests" in (out / "report.md").read_text()
 
 
 @pytest.mark.skipif(vllm_available(), reason="vLLM is installed here")

@@ -1,5 +1,6 @@
-"""``remark eval baselines``: the chance, popularity and genre-popularity levels on a dataset's split
-(``eval.baselines.baseline_levels``), scored with the metric code and the bootstrap of ``eval score``."""
+"""``remark eval baselines``: the chance, popularity, genre-popularity, nearest-request and seen-request
+levels on a dataset's split (``eval.baselines.baseline_levels``), scored with the metric code and the
+bootstrap of ``eval score``, and the split's overlap with the training split (``eval.leakage``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ def run_baselines(args: argparse.Namespace) -> int:
 
     from data_prep.dataset import load_dataset
     from eval.baselines import LEVELS, baseline_levels
+    from eval.leakage import overlap_against_train, warn
     from eval.report import baselines_markdown
     from eval.score import ALL_SPLITS
 
@@ -29,11 +31,28 @@ def run_baselines(args: argparse.Namespace) -> int:
             field="--split",
             hint=f"splits: {splits}, or {ALL_SPLITS!r} for every request",
         )
+    train_split = args.train_split or "train"
+    train = ds.requests.filter(pl.col("split") == train_split)
+    if train.height == 0 and args.train_split is not None:
+        splits = sorted(set(ds.requests["split"].drop_nulls().to_list()))
+        raise InputError(
+            f"the dataset has no request in split {train_split!r}",
+            path=args.data,
+            field="--train-split",
+            hint=f"splits: {splits}",
+        )
     catalog = ds.catalog.df
     config = bootstrap_config(args)
     levels = baseline_levels(
-        requests, catalog, ks=args.k, metrics=args.metrics, views=args.views, config=config
+        requests,
+        catalog,
+        ks=args.k,
+        metrics=args.metrics,
+        views=args.views,
+        config=config,
+        train=train if train.height else None,
     )
+    overlap = overlap_against_train(ds.requests, args.split, train_split=train_split)
     notes = []
     if "recall" not in args.metrics:
         notes.append("no chance level: it is computed for recall only (add --metrics recall)")
@@ -41,6 +60,17 @@ def run_baselines(args: argparse.Namespace) -> int:
         notes.append("no popularity level: the catalog records no item's popularity")
     if "genre_popularity" not in levels:
         notes.append("no genre_popularity level: the catalog has no genre column")
+    if train.height == 0:
+        notes.append(
+            f"no nearest_request or seen_request level: the dataset has no request in split {train_split!r} "
+            "(--train-split)"
+        )
+    elif "seen_request" in levels:
+        share = "some" if overlap is None else f"{overlap['near_duplicate_prompt']} of {requests.height}"
+        notes.append(
+            f"seen_request: {share} requests are {train_split} requests (same or near-duplicate prompt); "
+            "its lists are their training answers, a lookup: a model that scores near it may have memorised them"
+        )
     out = {
         "data": str(args.data),
         "split": args.split,
@@ -49,6 +79,10 @@ def run_baselines(args: argparse.Namespace) -> int:
         "levels": {name: {"description": LEVELS[name], **by_view} for name, by_view in levels.items()},
         "ci": config.as_dict(),
         "notes": notes,
+        "train_split": train_split,
+        "split_overlap": overlap,
     }
     emit(out, args, baselines_markdown(out))
+    if args.json:
+        warn(overlap)
     return 0

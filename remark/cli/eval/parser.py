@@ -153,14 +153,25 @@ def add_parser(subparsers: Any) -> None:
 
     bl = sub.add_parser(
         "baselines",
-        help="chance, popularity and genre-popularity levels on a split, with CIs",
+        help="chance, popularity, genre-popularity and nearest-request levels on a split, with CIs",
         description="What no model scores on the same requests, with the same metric code: chance (K random "
-        "unseen catalog items, exact expected recall), popularity (the K most popular unseen catalog items) "
-        "and, for a catalog with a genre column, the K most popular unseen items of the genre the request "
-        "names.",
+        "unseen catalog items, exact expected recall), popularity (the K most popular unseen catalog items), "
+        "for a catalog with a genre column the K most popular unseen items of the genre the request names, "
+        "and, when the dataset has training requests, nearest_request (the training answers of the most "
+        "similar training prompt, then the next: the strongest simple baseline on held-out requests) and "
+        "seen_request (the training answers of the request's own training twin, same or near-duplicate "
+        "prompt: a lookup, printed with a note when the split's requests are training requests). The "
+        "split's overlap with the training split is printed too (eval.leakage).",
     )
     bl.add_argument("--data", type=Path, required=True, help="prepared dataset directory (remark prep)")
     bl.add_argument("--split", default="test", help="split to score, or 'all' (default %(default)s)")
+    bl.add_argument(
+        "--train-split",
+        default=None,
+        metavar="NAME",
+        help="the split whose requests the request levels look up (default train; without one, those "
+        "levels are left out with a note)",
+    )
     bl.add_argument(
         "--k", type=cutoff, nargs="+", default=DEFAULT_KS, help=f"cut-offs, 1 to {MAX_K} (default 5 10 15 20)"
     )

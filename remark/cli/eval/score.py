@@ -1,5 +1,6 @@
 """``remark eval score`` (a predictions file against a prepared dataset) and ``remark eval run``
-(generate lists with a model, then score them); both write their outputs atomically (``eval.run``).
+(generate lists with a model, then score them); both write their outputs atomically (``eval.run``) and
+record the evaluated split's overlap with the train split (``eval.leakage``), printing its warning.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def score_file(args: argparse.Namespace, predictions: Path, data: Path):
 
 def run_score(args: argparse.Namespace) -> int:
     from catalog.shared.outputs import check_output_dir
+    from eval.leakage import warn
     from eval.report import metrics_markdown
     from eval.run import SCORE_KIND, write_score_outputs
 
@@ -57,12 +59,15 @@ def run_score(args: argparse.Namespace) -> int:
         )
     grounding_notes(result)
     emit(result, args, metrics_markdown(result, title=f"{args.predictions.name} ({args.split})"))
+    if args.json:  # the markdown carries the overlap's lines and warning; JSON output gets it on stderr
+        warn(result.get("split_overlap"))
     return 0
 
 
 def run_run(args: argparse.Namespace) -> int:
     from catalog.shared.errors import InputError
     from eval.generate import AdapterLoad, GenerationConfig
+    from eval.leakage import warn
     from eval.report import metrics_markdown
     from eval.run import evaluate_model
 
@@ -111,4 +116,6 @@ def run_run(args: argparse.Namespace) -> int:
         md + f"\nwrote {args.out}/ (predictions.jsonl, metrics.json, per_request.parquet, per_row.parquet, "
         "report.md)\n",
     )
+    if args.json:
+        warn(result.get("split_overlap"))
     return 0
