@@ -14,6 +14,7 @@ from catalog.shared.errors import InputError
 from remark.cli.main import main
 from remark.demo import METHODS, default_settings, find_protoqa, prepare_protoqa, rl_fields
 from remark.demo.pipeline import check_out, numbers
+from remark.demo.report import readme_table
 
 
 def test_settings_errors_say_what_to_pass():
@@ -269,29 +270,61 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
             assert d["requests"]["mean"] == pytest.approx(sum(per_seed) / len(per_seed))
     for lists in ("sampled", "greedy"):
         v = summary["validation"][lists]
-        assert v["pooled"]["remark_reaches_rank_grpo"]["baseline_step"] == steps[-1]
+        final = v["pooled"]["remark_reaches_rank_grpo"]["final"]
+        assert (final["target"], final["baseline_step"]) == ("final", steps[-1])
+        assert v["pooled"]["remark_reaches_rank_grpo"]["best"]["target"] == "best"
         assert sorted(v["per_seed"]) == [f"seed{x}" for x in seeds]
         for m in METHODS:
             assert v["curves"][m]["pooled"]["x"] == steps
+    # the learning rate: a grid on seed 0, chosen by validation alone, written before the test evaluation
+    tuning = json.loads((out / "tuning.json").read_text())
+    assert tuning == summary["protocol"]["tuning"]
+    chosen = {m: tuning[m]["chosen"] for m in METHODS}
+    for m in METHODS:
+        values = {r["learning_rate"]: r["best_value"] for r in tuning[m]["validation"]}
+        assert sorted(values) == sorted(summary["settings"]["lr_grid"])
+        assert chosen[m] == max(sorted(values), key=lambda lr: values[lr])  # first of ties: the smaller
+        for lr in values:
+            best = json.loads((out / m / f"lr{lr:.0e}" / "seed0" / "best" / "best.json").read_text())
+            assert best["value"] == values[lr]
+    assert (out / "tuning.json").stat().st_mtime <= min(
+        (out / "logs" / name / "job.json").stat().st_mtime for name in ("eval-test-0", "eval-crowd-0")
+    )
     for m in METHODS:
         for x in seeds:
             run = summary["runs"][m][f"seed{x}"]
+            assert run["learning_rate"] == chosen[m]
             assert run["best_step"] in steps and run["train"]["steps"] == steps[-1]
-            best = json.loads((out / m / f"seed{x}" / "best" / "best.json").read_text())
+            best = json.loads((out / m / f"lr{chosen[m]:.0e}" / f"seed{x}" / "best" / "best.json").read_text())
             assert best["metric"] == summary["metric"] == f"sampled/recall@{k}/per_responder"
             assert best["value"] == run["best_value"]
+    # held-out questions: no test question is a training question, and the headline says so
+    assert summary["split_overlap"]["exact_prompt"] == summary["split_overlap"]["near_duplicate_prompt"] == 0
+    assert summary["protocol"]["test_requests_in_train"] == 0 and head["protocol"]["test_requests_in_train"] == 0
+    assert head["protocol"]["learning_rate"]["remark"]["chosen"] == chosen["remark"]
+    assert "## Protocol" in report and "tuning.json" in report
+    # the crowdsourced questions: a second test set, none of them trained on
+    crowd = summary["test_sets"]["crowd"]
+    assert crowd["split_overlap"]["near_duplicate_prompt"] == 0 and crowd["n_requests"] > 0
+    assert sorted(crowd["models"]) == sorted(names)
     # reference levels on the test requests: chance is K / (catalog - seen) per row, the lists score <= 1
     levels = summary["reference_levels"]
-    assert sorted(levels) == ["chance", "popularity"]  # ProtoQA's catalog has no genres
+    assert sorted(levels) == ["chance", "nearest_request", "popularity"]  # no genres; no test request in train
     assert 0 < levels["chance"]["per_responder"] <= 1 and 0 <= levels["popularity"]["union"] <= 1
     assert f"For scale, test per-responder recall@{k} on the same {n_test} requests" in report
-    # every stage process ran with the set thread counts, and the summary says so
+    assert readme_table(summary) in report
+    # every stage process ran with the set thread counts and the pinned instruction set, and the summary says so
     threads = summary["threads"]
     assert threads["per_process"] == 1 and threads["env"]["POLARS_MAX_THREADS"] == "1"
-    assert threads["stages"] == sorted(["warmup", "eval-0", "eval-1", *names[1:]])
+    grid = [f"{m}-lr{lr:.0e}-seed0" for lr in summary["settings"]["lr_grid"] for m in METHODS]
+    more = [f"{m}-lr{chosen[m]:.0e}-seed{x}" for x in seeds[1:] for m in METHODS]
+    evals = ["eval-test-0", "eval-test-1", "eval-crowd-0", "eval-crowd-1"]
+    assert threads["stages"] == sorted(["warmup", *evals, *grid, *more])
     for name in threads["stages"]:
         rec = json.loads((out / "logs" / name / "threads.json").read_text())
         assert (rec["torch_intra_op"], rec["polars"], rec["env"]["PYTHONHASHSEED"]) == (1, 1, "0")
+        assert rec["cpu_capability"] == "AVX2" and rec["env"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert summary["machine"]["stage_cpu_capability"] == ["AVX2"] and summary["machine"]["has_avx2"]
     assert not [p for p in out.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl")]  # no pickle
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
 
@@ -322,13 +355,13 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
         "eval",
         "steps",
         "--run",
-        str(out / "remark" / "seed0"),
+        str(out / "remark" / f"lr{chosen['remark']:.0e}" / "seed0"),
         "--baseline",
-        str(out / "rank_grpo" / "seed0"),
+        str(out / "rank_grpo" / f"lr{chosen['rank_grpo']:.0e}" / "seed0"),
     ]
     assert main([*steps_cmd, "--metric", summary["metric"], "--resamples", "199", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    reach = summary["validation"]["sampled"]["per_seed"]["seed0"]["remark_reaches_rank_grpo"]
+    reach = summary["validation"]["sampled"]["per_seed"]["seed0"]["remark_reaches_rank_grpo"]["final"]
     for field in ("baseline_value", "step", "fraction", "ci_low", "ci_high"):
         assert printed[field] == reach[field], field
 
@@ -339,9 +372,9 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
     first = numbers(summary)
     first["settings"] = {**first["settings"], "jobs": 1}
     # the test evaluations are split over --jobs processes: one process, one eval stage
-    stages = [x for x in first["threads"]["stages"] if x != "eval-1"]
+    stages = [x for x in first["threads"]["stages"] if x not in ("eval-test-1", "eval-crowd-1")]
     first["threads"] = {**first["threads"], "processes_at_once": 1, "stages": stages}
     assert numbers(again) == first
     for log in ("eval_log.jsonl", "sampled/eval_log.jsonl"):
-        lines = (out / "remark" / "seed0" / log).read_text().splitlines()
+        lines = (out / "remark" / f"lr{chosen['remark']:.0e}" / "seed0" / log).read_text().splitlines()
         assert [json.loads(x)["step"] for x in lines] == steps
