@@ -69,7 +69,13 @@ def mode_env(mode: str, threads: int, setting: str = "allocator") -> dict[str, s
 
 
 def run_job(
-    root: Path, name: str, kind: str, spec: dict[str, Any], threads: int, mode: str, setting: str = "allocator"
+    root: Path,
+    name: str,
+    kind: str,
+    spec: dict[str, Any],
+    threads: int,
+    mode: str,
+    setting: str = "allocator",
 ) -> dict[str, Any]:
     """One ``remark.demo.worker`` job in ``root``: its result, step times and rusage."""
     folder = root / "logs" / name

@@ -169,7 +169,9 @@ def write_score_outputs(
         plot_metrics(result, tmp / "metrics.png")
 
 
-def evaluate_model(model_dir: str | Path, data_dir: str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+def evaluate_model(
+    model_dir: str | Path, data_dir: str | Path, out_dir: str | Path, **kwargs: Any
+) -> dict[str, Any]:
     """:func:`_evaluate_model` holding ``out_dir``'s writer lock throughout (``catalog.shared.locks``: a
     second command writing it is refused, exit 2). The arguments are :func:`_evaluate_model`'s."""
     from catalog.shared.locks import output_lock

@@ -31,9 +31,9 @@ from eval.bootstrap import BootstrapConfig, bootstrap_sums, compare, paired_diff
 from eval.steps import first_crossing, read_eval_log, read_step_values
 from eval.views import weights_for
 
-
 #: Baseline values steps-to-reach can target: its last validation value, or its best.
 TARGETS = ("final", "best")
+
 
 def seed_spread_S(values_S: Sequence[float], level: float = 0.95) -> dict[str, Any]:
     """Mean, SD, range and t-interval of S per-seed values.

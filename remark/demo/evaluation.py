@@ -211,7 +211,10 @@ def validation_results(s: DemoSettings, out: Path, chosen: dict[str, float]) -> 
         CURVE_CI, n_resamples=min(CURVE_CI.n_resamples, s.ci_resamples), seed=s.seed
     )
     key = s.greedy_metric  # the eval log's name of the metric, in greedy and sampled logs alike
-    directions = {"remark_reaches_rank_grpo": ("remark", "rank_grpo"), "rank_grpo_reaches_remark": ("rank_grpo", "remark")}
+    directions = {
+        "remark_reaches_rank_grpo": ("remark", "rank_grpo"),
+        "rank_grpo_reaches_remark": ("rank_grpo", "remark"),
+    }
     results: dict[str, Any] = {}
     for lists, (sub, metric) in s.validation_logs().items():
         runs = {m: [out / run_dir(m, seed, chosen[m]) / sub for seed in s.rl_seeds] for m in METHODS}
@@ -219,7 +222,9 @@ def validation_results(s: DemoSettings, out: Path, chosen: dict[str, float]) -> 
         for i, seed in enumerate(s.rl_seeds):
             per_seed[f"seed{seed}"] = {
                 name: {
-                    target: _reach(steps_to_reach, runs[a][i], runs[b][i], key, reach_cfg, target, read_eval_log)
+                    target: _reach(
+                        steps_to_reach, runs[a][i], runs[b][i], key, reach_cfg, target, read_eval_log
+                    )
                     for target in TARGETS
                 }
                 for name, (a, b) in directions.items()
@@ -264,7 +269,9 @@ def _reach(steps_to_reach, a: Path, b: Path, key: str, cfg, target: str, read_ev
     return {"target": target, **steps_to_reach(a, b, key=key, baseline_step=step, config=cfg)}
 
 
-def _pooled_reach(pooled_steps_to_reach, a: list[Path], b: list[Path], key: str, cfg, target: str) -> dict[str, Any]:
+def _pooled_reach(
+    pooled_steps_to_reach, a: list[Path], b: list[Path], key: str, cfg, target: str
+) -> dict[str, Any]:
     try:
         return pooled_steps_to_reach(a, b, key, cfg, target=target)
     except ValueError as err:

@@ -294,7 +294,11 @@ def _tuning(s: DemoSettings, jobs_done: dict[str, dict[str, Any]]) -> dict[str, 
             "steps": s.steps,
             "metric": s.metric,
             "validation": [
-                {"learning_rate": lr, "best_value": f["value"] if f else None, "best_step": f["step"] if f else None}
+                {
+                    "learning_rate": lr,
+                    "best_value": f["value"] if f else None,
+                    "best_step": f["step"] if f else None,
+                }
                 for lr, f in found.items()
             ],
         }
@@ -310,12 +314,13 @@ def _levels(requests, catalog, train, k: int) -> dict[str, Any]:
 
 
 def _overlap(train, requests) -> dict[str, Any]:
-    from eval.leakage import split_overlap
-
     import polars as pl
 
+    from eval.leakage import split_overlap
+
     both = pl.concat(
-        [train.with_columns(split=pl.lit("train")), requests.with_columns(split=pl.lit("test"))], how="diagonal_relaxed"
+        [train.with_columns(split=pl.lit("train")), requests.with_columns(split=pl.lit("test"))],
+        how="diagonal_relaxed",
     )
     return split_overlap(both, test_split="test", train_split="train")
 
@@ -333,7 +338,9 @@ def machine_record(jobs_done: dict[str, dict[str, Any]] | None = None) -> dict[s
         **cpu_info(),
     }
     if jobs_done:
-        caps = sorted({d["threads"].get("cpu_capability") for d in jobs_done.values() if d.get("threads")} - {None})
+        caps = sorted(
+            {d["threads"].get("cpu_capability") for d in jobs_done.values() if d.get("threads")} - {None}
+        )
         rec["stage_cpu_capability"] = caps
     return rec
 

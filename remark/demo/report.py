@@ -273,7 +273,11 @@ def _protocol_lines(summary: dict[str, Any]) -> list[str]:
             for r in t["validation"]
         ]
         lines.append(f"| {LABELS[m]} | " + " | ".join(vals) + f" | {t['chosen']:g} |")
-    lines += ["", f"(validation per-responder recall@{k}, the value that also picks each run's checkpoint)", ""]
+    lines += [
+        "",
+        f"(validation per-responder recall@{k}, the value that also picks each run's checkpoint)",
+        "",
+    ]
     return lines
 
 
@@ -314,7 +318,11 @@ def readme_table(summary: dict[str, Any]) -> str:
     ``tests/test_readme_demo.py`` compares the README with this table of the demo CI just ran."""
     k = summary["settings"]["k"]
     sets = {"test": summary} | {
-        name: {"test": t["models"], "across_seeds": t["across_seeds"], "reference_levels": t["reference_levels"]}
+        name: {
+            "test": t["models"],
+            "across_seeds": t["across_seeds"],
+            "reference_levels": t["reference_levels"],
+        }
         for name, t in summary.get("test_sets", {}).items()
     }
     names = {"test": "held-out scraped questions", "crowd": "crowdsourced questions"}
@@ -331,7 +339,10 @@ def readme_table(summary: dict[str, Any]) -> str:
         cells = []
         for t in sets.values():
             by = t["across_seeds"]["models"][m]
-            cells += [_cell(by[lists]["per_responder"]["requests"]) if lists in by else "n/a" for lists in ("sampled", "greedy")]
+            cells += [
+                _cell(by[lists]["per_responder"]["requests"]) if lists in by else "n/a"
+                for lists in ("sampled", "greedy")
+            ]
         rows.append(f"| {LABELS[m]} | " + " | ".join(cells) + " |")
     cells = []
     for t in sets.values():
@@ -542,7 +553,10 @@ def _tables(summary: dict[str, Any]) -> list[str]:
     lines += ["", "## Timing", "", "| stage | wall seconds |", "|---|---|"]
     for stage, sec in timing["stages"].items():
         lines.append(f"| {stage} | {sec:.0f} |")
-    lines += ["", "CPU seconds of the stage processes: " + ", ".join(f"{n} {c:.0f}" for n, c in cpu.items()) + "."]
+    lines += [
+        "",
+        "CPU seconds of the stage processes: " + ", ".join(f"{n} {c:.0f}" for n, c in cpu.items()) + ".",
+    ]
     lines += [
         "",
         "Wall time depends on the machine's load (see the load average above); CPU seconds much less so. "

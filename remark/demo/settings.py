@@ -222,7 +222,8 @@ def default_settings(
             s = dataclasses.replace(s, **{name: int(value)})
     if any(not 0.0 < lr < 1.0 for lr in s.lr_grid) or len(set(s.lr_grid)) != len(s.lr_grid):
         raise InputError(
-            f"the learning-rate grid must hold distinct rates in (0, 1), got {list(s.lr_grid)}", field="--lr-grid"
+            f"the learning-rate grid must hold distinct rates in (0, 1), got {list(s.lr_grid)}",
+            field="--lr-grid",
         )
     if data == "synthetic" and s.data_dir:
         raise InputError(
@@ -252,7 +253,11 @@ def settings_file_overrides(path: str | Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in doc.items():
         if key not in fields or key in NOT_IN_FILE:
-            hint = "use its flag" if key in NOT_IN_FILE else f"one of {', '.join(sorted(set(fields) - set(NOT_IN_FILE)))}"
+            hint = (
+                "use its flag"
+                if key in NOT_IN_FILE
+                else f"one of {', '.join(sorted(set(fields) - set(NOT_IN_FILE)))}"
+            )
             raise InputError(f"{key!r} is not a setting a file may set", path=path, field=str(key), hint=hint)
         default = getattr(defaults, key)
         if isinstance(default, tuple):

@@ -161,7 +161,11 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings, crowd_di
         crowd_meta = {**meta, "demo": {**meta["demo"], "input": str(crowd_path), "questions": crowd.height}}
         crowd_meta["demo"]["role"] = "out-of-distribution test: crowdsourced questions, none trained on"
         write_dataset(
-            crowd_dir, crowd.with_columns(split=pl.lit("test")), catalog, crowd_meta, grounding=GroundingSettings()
+            crowd_dir,
+            crowd.with_columns(split=pl.lit("test")),
+            catalog,
+            crowd_meta,
+            grounding=GroundingSettings(),
         )
     return ds, out_dir
 
@@ -185,7 +189,9 @@ def _train_popularity(catalog, train, catalog_cls):
 
 
 # -- model and warm-up ---------------------------------------------------------------------------------
-def tokenizer_corpus(ds, k: int, *, seed: int = 0, repeats: int = 10, train_items_only: bool = False) -> list[str]:
+def tokenizer_corpus(
+    ds, k: int, *, seed: int = 0, repeats: int = 10, train_items_only: bool = False
+) -> list[str]:
     """Text for the tokenizer, from the training split only: catalog lines (shuffled, ``repeats`` times;
     with ``train_items_only`` only the items training respondents named), training prompts, the instruction.
 

@@ -45,7 +45,14 @@ class _Progress:
 
 def _warmup(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:
     from remark.demo.settings import settings_from_dict
-    from remark.demo.stages import CROWD_DIR, build_model, prepare_protoqa, prepare_synthetic, protoqa_source, warm_up
+    from remark.demo.stages import (
+        CROWD_DIR,
+        build_model,
+        prepare_protoqa,
+        prepare_synthetic,
+        protoqa_source,
+        warm_up,
+    )
 
     s = settings_from_dict(spec["settings"])
     if s.data == "synthetic":

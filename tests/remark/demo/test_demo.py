@@ -34,7 +34,9 @@ def test_settings_errors_say_what_to_pass():
         "greedy": ("", "eval/recall@5/per_responder"),
     }
     assert default_settings("synthetic").rl_seeds == (0,) and default_settings().threads == 1
-    assert default_settings().lr_grid == (1e-4, 3e-4, 1e-3) and default_settings(lr_grid=[3e-4]).lr_grid == (3e-4,)
+    assert default_settings().lr_grid == (1e-4, 3e-4, 1e-3) and default_settings(lr_grid=[3e-4]).lr_grid == (
+        3e-4,
+    )
     with pytest.raises(InputError, match="--lr-grid"):
         default_settings(lr_grid=[1e-4, 1e-4])
     assert default_settings().rl_seeds == (0,) and default_settings().warmup_threads == 2
@@ -82,7 +84,9 @@ def test_find_protoqa_accepts_file_folder_or_prepared_dir(tmp_path):
 WORDS = ["apple", "river", "garden", "winter", "doctor", "kitchen", "market", "school", "guitar", "planet"]
 
 
-def _scraped_line(i: int, counts: list[int], question: str | None = None, prefix: str = "dev-scraped_q") -> str:
+def _scraped_line(
+    i: int, counts: list[int], question: str | None = None, prefix: str = "dev-scraped_q"
+) -> str:
     qid = f"{prefix}{i}"
     question = question or f"Name something about {WORDS[i % 10]} and {WORDS[(i // 10) % 10]} {i}"
     clusters = {f"{qid}.{j}": {"count": c, "answers": [f"answer {i}-{j}"]} for j, c in enumerate(counts)}
@@ -295,12 +299,16 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
             run = summary["runs"][m][f"seed{x}"]
             assert run["learning_rate"] == chosen[m]
             assert run["best_step"] in steps and run["train"]["steps"] == steps[-1]
-            best = json.loads((out / m / f"lr{chosen[m]:.0e}" / f"seed{x}" / "best" / "best.json").read_text())
+            best = json.loads(
+                (out / m / f"lr{chosen[m]:.0e}" / f"seed{x}" / "best" / "best.json").read_text()
+            )
             assert best["metric"] == summary["metric"] == f"sampled/recall@{k}/per_responder"
             assert best["value"] == run["best_value"]
     # held-out questions: no test question is a training question, and the headline says so
     assert summary["split_overlap"]["exact_prompt"] == summary["split_overlap"]["near_duplicate_prompt"] == 0
-    assert summary["protocol"]["test_requests_in_train"] == 0 and head["protocol"]["test_requests_in_train"] == 0
+    assert (
+        summary["protocol"]["test_requests_in_train"] == 0 and head["protocol"]["test_requests_in_train"] == 0
+    )
     assert head["protocol"]["learning_rate"]["remark"]["chosen"] == chosen["remark"]
     assert "## Protocol" in report and "tuning.json" in report
     # the crowdsourced questions: a second test set, none of them trained on
@@ -309,7 +317,11 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
     assert sorted(crowd["models"]) == sorted(names)
     # reference levels on the test requests: chance is K / (catalog - seen) per row, the lists score <= 1
     levels = summary["reference_levels"]
-    assert sorted(levels) == ["chance", "nearest_request", "popularity"]  # no genres; no test request in train
+    assert sorted(levels) == [
+        "chance",
+        "nearest_request",
+        "popularity",
+    ]  # no genres; no test request in train
     assert 0 < levels["chance"]["per_responder"] <= 1 and 0 <= levels["popularity"]["union"] <= 1
     assert f"For scale, test per-responder recall@{k} on the same {n_test} requests" in report
     assert readme_table(summary) in report
