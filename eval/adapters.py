@@ -201,15 +201,44 @@ def check_model_dir(path: str | Path) -> None:
     check_safetensors(path)
 
 
+#: one of these makes a folder loadable by ``AutoTokenizer``
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model", "spiece.model")
+
+
 def load_tokenizer(path: str | Path, base: str | Path | None = None) -> Any:
-    """The tokenizer saved beside the model or adapter, else the adapter's base model's."""
+    """The tokenizer saved beside the model or adapter, else the adapter's base model's; a local folder
+    without tokenizer files is an ``InputError`` naming it."""
     from transformers import AutoTokenizer
 
     path = Path(path)
     has_own = any((path / n).is_file() for n in ("tokenizer.json", "tokenizer_config.json"))
-    if has_own or not is_adapter_dir(path):
-        return AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-    return AutoTokenizer.from_pretrained(adapter_base(path, base), trust_remote_code=False)
+    source = path if has_own or not is_adapter_dir(path) else Path(adapter_base(path, base))
+    if source.is_dir() and not any((source / n).is_file() for n in TOKENIZER_FILES):
+        raise InputError(
+            f"the model folder has no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}, ...)",
+            path=source,
+            hint="save the tokenizer there too (tokenizer.save_pretrained(folder))",
+        )
+    return AutoTokenizer.from_pretrained(source if source.is_dir() else str(source), trust_remote_code=False)
+
+
+def _from_pretrained(path: str | Path, **kwargs: Any) -> Any:
+    """``AutoModelForCausalLM.from_pretrained``; a folder whose config names an architecture transformers
+    does not know, or whose config does not fit its weights, is an ``InputError`` naming the folder."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        return AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except (ValueError, KeyError, RuntimeError) as err:
+        if not Path(path).is_dir():
+            raise
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        raise InputError(
+            f"cannot load the model: {first}",
+            path=Path(path) / "config.json",
+            hint="the folder's config.json must name an architecture this transformers knows and match "
+            "its weights: save the model again with save_pretrained",
+        ) from err
 
 
 def load_causal_lm(
@@ -227,19 +256,17 @@ def load_causal_lm(
     ``from_pretrained`` (dtype, device_map). Every load reads safetensors only and runs no code from the
     folder (``use_safetensors=True``, ``trust_remote_code=False``).
     """
-    from transformers import AutoModelForCausalLM
-
     check_model_dir(path)
     kwargs = {**kwargs, "use_safetensors": True, "trust_remote_code": False}
     if not is_adapter_dir(path):
-        return AutoModelForCausalLM.from_pretrained(path, **kwargs)
+        return _from_pretrained(path, **kwargs)
     require_peft(field="model")
     from peft import PeftModel
 
     base_path = adapter_base(path, base)
     if Path(base_path).is_dir():
         check_model_dir(base_path)
-    model = AutoModelForCausalLM.from_pretrained(base_path, **kwargs)
+    model = _from_pretrained(base_path, **kwargs)
     model = PeftModel.from_pretrained(model, str(path), is_trainable=trainable and not merge)
     return model.merge_and_unload() if merge else model
 

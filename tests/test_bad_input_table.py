@@ -313,6 +313,9 @@ CASES = [
       "field '--temperature'", "has no effect without --num-samples"),
     C("run-gen-seed-negative", "eval run --model {w}/model --data {w}/ds --out {t}/out --gen-seed -2",
       "argument --gen-seed", "'-2' is out of range"),
+    C("run-no-tokenizer-files", "eval run --model {t}/m --data {w}/ds --out {t}/out",
+      "m: the model folder has no tokenizer files", "tokenizer.save_pretrained",
+      files={"m/config.json": '{"model_type": "qwen2"}', "m/model.safetensors": NO_TENSORS}),
     C("run-pickle-weights-only", "eval run --model {t}/m --data {w}/ds --out {t}/out",
       "m: no *.safetensors weights (only pytorch_model.bin: pickle, which remark never reads)", files=PICKLE_MODEL),
     C("run-adapter-pickle-only", "eval run --model {t}/a --data {w}/ds --out {t}/out",
@@ -552,6 +555,27 @@ def check(case: Case, code: int, out: str, err: str) -> None:
     )  # bad flags too: one line, no usage block
     for fragment in case.expect:
         assert fragment in last, f"{fragment!r} not in {last!r}"
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [({"model_type": "nosuchmodel"}, "model type `nosuchmodel` but Transformers does not recognize this architecture"),
+     ({"num_attention_heads": 7}, "cannot load the model: ")],
+    ids=["unknown-model-type", "config-does-not-fit-weights"],
+)  # fmt: skip
+def test_eval_run_on_a_model_folder_transformers_cannot_load_is_one_line(
+    change, says, world, tiny_model_dir, tmp_path
+):
+    import shutil
+
+    model = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, **change}))
+    code, out, err = run_cli(
+        ["eval", "run", "--model", str(model), "--data", str(world / "ds"), "--out", str(tmp_path / "o")]
+    )
+    check(Case("load", "", (f"{model / 'config.json'}: cannot load the model: ", says)), code, out, err)
 
 
 def test_the_table_is_large_and_its_ids_unique():

@@ -47,6 +47,10 @@ errno, e.g. polars' ``Invalid thrift: transport error``) is an
 :class:`OutputWriteError` (an ``InputError``: exit 2) naming the destination: the temporary is removed
 and the previous output, when there was one, is unchanged.
 
+**One writer per folder**: a long command's ``--out`` (``check_output_dir(..., hold=True)``) and a run's
+``output_dir`` are locked for the command's life (``catalog.shared.locks``); ``atomic_dir`` carries a
+held lock file into the new folder at the swap, and ``check_output_dir`` does not count it as content.
+
 Temporary names carry the writer's host and pid (``.NAME.<host>.<pid>.<random>.tmp`` / ``.old``). Before
 each write, leftovers of ``NAME`` from writers that are dead on this host are cleaned: a ``.tmp`` is
 removed; an ``.old`` (the previous output, moved aside just before the swap) is put back when ``NAME``

@@ -204,9 +204,7 @@ def _run_training(
     policy, peft_config, tokenizer = policy_model(cfg)
     prompt_tokens = longest_prompt_tokens(train["prompt"], tokenizer)
     check_prompt_positions(cfg, prompt_tokens)  # the prompt and the completion fit the model's positions
-    check_generation_memory(
-        cfg, prompt_tokens
-    )  # one generation step's KV cache fits, before the trainer starts
+    check_generation_memory(cfg, prompt_tokens)  # one generation step's KV cache, before the trainer starts
     extra, callbacks = list(callbacks), []
     grounding_notes = grounding.notes() + published_notes(cfg.segmentation, grounding.used)
     if cfg.validation_steps:
