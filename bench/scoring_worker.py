@@ -88,7 +88,9 @@ def serve(
 
     try:
         from remark.scoring.scorer import RankScorer
-    except ImportError:  # an older tree, where the scorer was the module remark.scoring
+    except (
+        ImportError
+    ):  # a baseline tree from before remark/scoring/ was a package (bench/scoring.py's default)
         from remark.scoring import RankScorer
 
     torch.set_num_threads(1)
