@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from catalog._lazy import lazy_exports
 
 #: public name -> the module that defines it
-_SOURCES: dict[str, str] = {
+_LAZY_EXPORTS: dict[str, str] = {
     "tolerance_groups": "catalog.equivalence",
     "InputError": "catalog.shared.errors",
     "atomic_dir": "catalog.shared.outputs",
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
 
 
-__getattr__, __dir__ = lazy_exports("catalog", _SOURCES, globals())
+__getattr__, __dir__ = lazy_exports("catalog", _LAZY_EXPORTS, globals())
 
 
 __all__ = [

@@ -15,20 +15,20 @@ __all__ = ["lazy_exports"]
 
 
 def lazy_exports(
-    package: str, sources: dict[str, str], namespace: dict[str, Any]
+    package: str, exports: dict[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """(``__getattr__``, ``__dir__``) for ``package``: ``sources`` maps a public name to the module that
+    """(``__getattr__``, ``__dir__``) for ``package``: ``exports`` maps a public name to the module that
     defines it; a resolved name is stored in ``namespace`` (the package's globals), so later look-ups
     skip the hook."""
 
     def __getattr__(name: str) -> Any:
-        if name not in sources:
+        if name not in exports:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(sources[name]), name)
+        value = getattr(importlib.import_module(exports[name]), name)
         namespace[name] = value
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*namespace, *sources})
+        return sorted({*namespace, *exports})
 
     return __getattr__, __dir__

@@ -28,9 +28,10 @@ _SUBTITLE = re.compile(r"\s*:\s+|\s+[-–—]\s+|\s+\(")
 
 
 def may_have_subtitle(title: str) -> bool:
-    """``title`` holds one of ``: - – — (``, one of which every ``_SUBTITLE`` alternative needs: five
-    substring searches, ~60 ns on a title and ~160 ns on a 1,700-character line, where
-    ``frozenset.isdisjoint`` hashes every character (~13 us on that line)."""
+    """``title`` holds one of ``: - – — (``, one of which every ``_SUBTITLE`` alternative needs.
+
+    Five substring searches (C loops, no per-character Python work) rather than ``frozenset.isdisjoint``,
+    which hashes every character of the title: the timings are in bench/RESULTS.md."""
     return ":" in title or "-" in title or "–" in title or "—" in title or "(" in title
 
 

@@ -37,7 +37,8 @@ _YEAR_AT_END = re.compile(r"^(?P<title>.*?)\s*\(\s*(?P<year>\d{4})\s*\)\s*$", re
 
 @lru_cache(maxsize=1)
 def _combining_table() -> np.ndarray:
-    """bool per code point: ``unicodedata.combining(chr(c)) != 0``, over all of Unicode (built once, ~0.1 s)."""
+    """bool per code point: ``unicodedata.combining(chr(c)) != 0``, over all of Unicode (built once per
+    process, on the first long non-ASCII string; its cost is in bench/RESULTS.md)."""
     table = np.zeros(sys.maxunicode + 1, dtype=bool)
     table[[c for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c))]] = True
     return table
@@ -87,8 +88,8 @@ def normalize_title(s: str) -> str:
         t = f"{m.group('art')} {m.group('body')}"
     t = t.replace("&", " and ")
     t = _DELETE.sub("", t)
-    if "-" in t or "‐" in t or "‑" in t or "‒" in t:  # _INNER_HYPHEN needs one (substring searches:
-        # ~13 us less than ``frozenset.isdisjoint`` on a 1,700-character line of random tokens)
+    if "-" in t or "‐" in t or "‑" in t or "‒" in t:  # _INNER_HYPHEN needs one (substring searches stop
+        # at the first hit in C; ``frozenset.isdisjoint`` would hash every character: bench/RESULTS.md)
         t = _INNER_HYPHEN.sub("", t)
     if t.isascii():  # [\W_]+ on ASCII is "not [a-z0-9]": one byte table, then single spaces
         return " ".join(t.encode("ascii").translate(_ASCII_NON_WORD).decode("ascii").split())

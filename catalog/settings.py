@@ -86,12 +86,10 @@ class GroundingSettings:
         return {name: getattr(self, name) for name in self.names()}
 
     @classmethod
-    def from_dict(
-        cls, data: Any, *, path: str | None = None, prefix: str = "grounding", partial: bool = False
-    ) -> GroundingSettings:
+    def from_dict(cls, data: Any, *, path: str | None = None, prefix: str = "grounding") -> GroundingSettings:
         """Read a ``to_dict`` object (e.g. ``meta.json["grounding"]``); errors name ``path`` and the field.
 
-        Unknown keys are errors; with ``partial`` missing keys take the defaults, else they are errors.
+        Every field must be there and no other: a record that lacks one says less than what grounded with it.
         """
         if not isinstance(data, Mapping):
             raise InputError(
@@ -105,7 +103,7 @@ class GroundingSettings:
                 f"unknown key(s) {unknown}", path=path, field=prefix, hint=f"valid: {', '.join(cls.names())}"
             )
         missing = [n for n in cls.names() if n not in data]
-        if missing and not partial:
+        if missing:
             raise InputError(
                 f"missing key(s) {missing}",
                 path=path,

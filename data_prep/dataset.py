@@ -5,6 +5,8 @@ Layout (``remark prep --out DIR``)::
     requests.parquet        one row per request (docs/architecture.md's columns, REQUESTS_SCHEMA)
     responder_rows.parquet  one row per (request, responder): Rank-GRPO's view, expanded from the
                             same pooled table (RESPONDER_ROWS_SCHEMA)
+
+Each parquet file holds exactly its schema's columns: one with other columns is refused, not trimmed.
     catalog.parquet         the catalog the ids refer to (catalog.Catalog's frame)
     meta.json               source, domain, has_years, instruction_included, grounding (+ how it was prepared)
     stats.json              data_prep.stats.dataset_stats, plus "prep": what was skipped or noted
@@ -18,10 +20,9 @@ that is not an earlier dataset, or that is or holds one of the inputs, is refuse
 for this dataset are grounded (``remark prep`` grounds the dataset's own mentions with them too). The
 reward, the validation and ``remark eval`` ground generated lists with them unless a run asks for other
 settings explicitly: :func:`choose_grounding` says which settings a command uses, where they came from,
-and what differs from the dataset's (to print and to record in the command's outputs).
-Datasets written before the contract existed carry ``match`` / ``year_tolerance`` (``remark prep``) or
-``match_mode`` (the ProtoQA experiment) instead; they are read, the other fields take the defaults, and
-the choice says so.
+and what differs from the dataset's (to print and to record in the command's outputs). A ``meta.json``
+without the record is refused (``re-run remark prep``): guessing the settings would ground the dataset's
+lists differently from how its own mentions were grounded.
 """
 
 from __future__ import annotations
@@ -50,18 +51,18 @@ DATASET_KIND = "prep"
 FILES = ("requests.parquet", "responder_rows.parquet", "catalog.parquet", "meta.json", "stats.json")
 META_KEYS = ("source", "domain", "has_years", "instruction_included")
 #: what ``meta.json`` must hold (``catalog.shared.files.check_fields``), and what it may
-META_SCHEMA = {"source": str, "domain": str, "has_years": bool, "instruction_included": bool}
-META_OPTIONAL = {"grounding": dict, "command": str}
+META_SCHEMA = {
+    "source": str,
+    "domain": str,
+    "has_years": bool,
+    "instruction_included": bool,
+    "grounding": dict,
+}
+META_OPTIONAL = {"command": str}
 #: what ``stats.json`` may hold that a command reads back (the rest is printed as written)
 STATS_OPTIONAL = {"requests": int, "prep": (dict, None)}
 PREP_OPTIONAL = {"skipped": (dict, None), "notes": (dict, None), "skip_bad_rows": bool}
 REMAKE_HINT = "the dataset folder is damaged; re-run remark prep to rebuild it"
-#: keys of datasets written before ``meta["grounding"]`` -> the GroundingSettings field they hold
-LEGACY_GROUNDING_KEYS = {
-    "match": "match_mode",
-    "match_mode": "match_mode",
-    "year_tolerance": "year_tolerance",
-}
 
 
 @dataclass
@@ -76,8 +77,8 @@ class PooledDataset:
 
     @property
     def grounding(self) -> GroundingSettings:
-        """The dataset's grounding settings (``meta.json["grounding"]``, or its legacy keys)."""
-        return dataset_grounding(self.meta, path=self._meta_path)[0]
+        """The dataset's grounding settings (``meta.json["grounding"]``)."""
+        return dataset_grounding(self.meta, path=self._meta_path)
 
     @property
     def _meta_path(self) -> str | None:
@@ -100,7 +101,7 @@ def write_dataset(
 
     ``pooled`` is :func:`data_prep.pool.pool_threads`' output (``responder_ids`` is used for the
     responder rows and left out of ``requests.parquet``). ``grounding`` is the matcher's settings
-    (``matcher.settings``), written as ``meta["grounding"]``; legacy grounding keys in ``meta`` are dropped.
+    (``matcher.settings``), written as ``meta["grounding"]``.
     ``inputs`` (the files it was read from) are never replaced; ``force`` replaces a folder that is not an
     earlier dataset (``catalog.shared.outputs.atomic_dir``).
     A dataset card (``README.md``, ``data_prep.card``) with the pooled statistics goes in the same folder;
@@ -111,8 +112,7 @@ def write_dataset(
         raise ValueError(f"meta lacks {missing}")
     if not isinstance(grounding, GroundingSettings):
         raise TypeError(f"grounding must be a GroundingSettings, got {type(grounding).__name__}")
-    meta = {k: v for k, v in meta.items() if k not in LEGACY_GROUNDING_KEYS}
-    meta["grounding"] = grounding.to_dict()
+    meta = {**meta, "grounding": grounding.to_dict()}
     if command is not None:
         meta["command"] = command
     requests = pooled.select(*REQUESTS_SCHEMA).cast(REQUESTS_SCHEMA)
@@ -132,6 +132,7 @@ def write_dataset(
 
 
 def _read(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """The parquet file ``path``, holding exactly ``schema``'s columns with their types."""
     try:
         df = pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as err:
@@ -141,6 +142,14 @@ def _read(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
             raise InputError("missing column", path=path, field=name, hint="re-run remark prep")
         if df.schema[name] != dtype:
             raise InputError(f"column has type {df.schema[name]}, expected {dtype}", path=path, field=name)
+    extra = [c for c in df.columns if c not in schema]
+    if extra:
+        raise InputError(
+            f"unexpected column(s) {', '.join(extra)}; this file holds {', '.join(schema)}",
+            path=path,
+            field=extra[0],
+            hint=REMAKE_HINT,
+        )
     return df
 
 
@@ -165,10 +174,7 @@ def load_dataset(directory: str | Path) -> PooledDataset:
     dataset_grounding(meta, path=str(d / "meta.json"))  # a bad grounding record fails here, not mid-run
     return PooledDataset(
         requests=_read(d / "requests.parquet", REQUESTS_SCHEMA),
-        # a dataset written before the rows were slimmed carries the request's fields too: not kept
-        responder_rows=_read(d / "responder_rows.parquet", RESPONDER_ROWS_SCHEMA).select(
-            *RESPONDER_ROWS_SCHEMA
-        ),
+        responder_rows=_read(d / "responder_rows.parquet", RESPONDER_ROWS_SCHEMA),
         catalog=_load_own_catalog(d / "catalog.parquet"),
         meta=meta,
         path=d,
@@ -218,29 +224,12 @@ def dataset_identity(ds: PooledDataset) -> dict[str, str | None]:
     return {"path": str(ds.path), "sha256": digest.hexdigest()}
 
 
-def dataset_grounding(meta: Mapping[str, Any], *, path: str | None = None) -> tuple[GroundingSettings, str]:
-    """(the dataset's grounding settings, where they came from) from a ``meta.json`` object.
-
-    ``meta["grounding"]`` when present; else the legacy keys (``LEGACY_GROUNDING_KEYS``) with the defaults
-    for the other fields; else the defaults. The second value says which, in words.
-    """
-    if "grounding" in meta:
-        return GroundingSettings.from_dict(meta["grounding"], path=path), "meta.json grounding"
-    found = {old: meta[old] for old in LEGACY_GROUNDING_KEYS if old in meta}
-    if not found:
-        return GroundingSettings(), "defaults: meta.json records no grounding"
-    values = {}
-    for old, value in found.items():
-        try:
-            values[LEGACY_GROUNDING_KEYS[old]] = GroundingSettings(**{LEGACY_GROUNDING_KEYS[old]: value})
-        except InputError as err:
-            raise InputError(f"legacy grounding key: {err}", path=path, field=old) from err
-    settings = GroundingSettings(**{k: getattr(v, k) for k, v in values.items()})
-    keys = ", ".join(found)
-    return (
-        settings,
-        f"legacy meta.json key(s) {keys} (written before meta.json recorded 'grounding'), defaults for the rest",
-    )
+def dataset_grounding(meta: Mapping[str, Any], *, path: str | None = None) -> GroundingSettings:
+    """The dataset's grounding settings: ``meta["grounding"]``, checked (``InputError`` naming ``path``
+    and the field when it is missing or holds a bad value)."""
+    if "grounding" not in meta:
+        raise InputError("missing", path=path, field="grounding", hint=REMAKE_HINT)
+    return GroundingSettings.from_dict(meta["grounding"], path=path)
 
 
 @dataclass(frozen=True)
@@ -253,14 +242,9 @@ class GroundingChoice:
 
     used: GroundingSettings
     dataset: GroundingSettings
-    source: str
     requested: dict[str, Any] = field(default_factory=dict)
     by: str = "explicit settings"
     data: str | None = None
-
-    @property
-    def legacy(self) -> bool:
-        return self.source != "meta.json grounding"
 
     @property
     def overridden(self) -> dict[str, tuple[Any, Any]]:
@@ -272,7 +256,6 @@ class GroundingChoice:
         return {
             "used": self.used.to_dict(),
             "dataset": self.dataset.to_dict(),
-            "dataset_source": self.source,
             "data": self.data,
             "requested": dict(self.requested),
             "requested_by": self.by if self.requested else None,
@@ -280,14 +263,9 @@ class GroundingChoice:
         }
 
     def notes(self) -> list[str]:
-        """Lines to print: a legacy dataset, and every field that differs from the dataset's."""
+        """Lines to print: every field that differs from the dataset's."""
         where = self.data or "the dataset"
         out = []
-        if self.legacy:
-            out.append(
-                f"note: {where} has no meta.json 'grounding' record; its grounding is taken from "
-                f"{self.source}: {self.dataset.describe()} (re-run remark prep to record it)"
-            )
         if self.overridden:
             diff = ", ".join(f"{k}={b!r} (dataset: {a!r})" for k, (a, b) in self.overridden.items())
             out.append(
@@ -302,12 +280,11 @@ def choose_grounding(
 ) -> GroundingChoice:
     """The dataset's grounding with the fields of ``requested`` that are not None put over it."""
     meta_path = dataset._meta_path
-    base, source = dataset_grounding(dataset.meta, path=meta_path)
+    base = dataset_grounding(dataset.meta, path=meta_path)
     asked = {k: v for k, v in (requested or {}).items() if v is not None}
     return GroundingChoice(
         used=base.with_overrides(asked),
         dataset=base,
-        source=source,
         requested=asked,
         by=by,
         data=None if dataset.path is None else str(dataset.path),

@@ -10,7 +10,7 @@ from __future__ import annotations
 #: the domains of a dataset (``meta.json``'s ``domain``; each picks its prompt wording)
 DOMAINS = ("movie", "book", "music", "answer")
 #: source name -> (domain, what it reads); each has its reader in ``data_prep.readers.READERS``
-SOURCES: dict[str, tuple[str, str]] = {
+DATA_SOURCES: dict[str, tuple[str, str]] = {
     "protoqa": ("answer", "ProtoQA answer files (crowdsourced or scraped), iesl/protoqa-data"),
     "reddit": ("movie", "Rank-GRPO's processed Reddit-v2 rows (JSON lines or parquet)"),
     "reddit-books": ("book", "Reddit-Books rows in Rank-GRPO's shape"),

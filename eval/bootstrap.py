@@ -31,8 +31,8 @@ from eval.views import split_key, weights_for
 Method = Literal["bca", "percentile", "basic"]
 METHODS: tuple[Method, ...] = ("bca", "percentile", "basic")
 #: Resamples are processed in batches of about this many counts: small batches stay in cache when there
-#: are few columns; with many columns a bigger matmul amortises BLAS threading (a (25 x 10k) @ (10k x 96)
-#: product with 2 OpenBLAS threads on a busy 2-core machine ran 10x slower than (200 x 10k) @ ...).
+#: are few columns; with many columns a bigger matmul amortises BLAS threading (a thin product's threads
+#: cost more than its arithmetic on a busy machine: bench/RESULTS.md).
 _BATCH_CELLS_FEW, _BATCH_CELLS_MANY = 250_000, 2_000_000
 #: bytes per (statistic, resample) at the peak of ``scipy.stats.bootstrap``: the bootstrap distribution
 #: (float64), its batches before they are joined and the percentiles' sorted copy (measured 2.2 to 2.8

@@ -261,8 +261,6 @@ def grounding_record(choice: GroundingChoice, warnings: dict[str, int]) -> dict[
     from the dataset's settings in ``warnings["grounding_overridden"]``."""
     if choice.overridden:
         warnings["grounding_overridden"] = len(choice.overridden)
-    if choice.legacy:
-        warnings["grounding_not_recorded"] = 1
     return {**choice.to_dict(), "notes": choice.notes()}
 
 

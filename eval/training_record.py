@@ -3,7 +3,9 @@
 ``remark train`` grounds its reward and its validation with settings (``catalog.match.GroundingSettings``)
 that it records in the run folder: ``train_summary.json["grounding"]["used"]`` (written when the run
 ends) and ``remark_config.json`` (written when it starts, with the four fields filled in by
-``run_training``). ``remark eval run --model runs/x/best`` (or ``final/``, ``checkpoint-N/``) grounds with
+``run_training``). Each record must hold all four fields: one that lacks any is refused (``InputError``
+naming the file and the field), since comparing on part of the settings could call two different
+groundings alike. ``remark eval run --model runs/x/best`` (or ``final/``, ``checkpoint-N/``) grounds with
 the dataset's settings unless flags ask for others; when these differ from the training's, the model's
 lists are scored under another grounding than the one it was rewarded for. That is allowed (the dataset's
 grounding is the contract for comparing runs) but never silent: :func:`training_comparison` says what
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from catalog.match import GroundingSettings
+from catalog.shared.errors import InputError
 
 #: the run files that record a run's grounding, in the order they are read (the first one found wins)
 RECORDS = ("train_summary.json", "remark_config.json")
@@ -32,26 +35,22 @@ RECORD_SCHEMAS = {
     "train_summary.json": {"grounding": {"used": dict}},
     "remark_config.json": {},
 }
+HINT = "the training run's record is damaged; re-run the training, or pass the grounding flags explicitly"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    """The record at ``path``: UTF-8 JSON, an object; ``train_summary.json``'s ``grounding.used`` an object
-    when ``grounding`` is recorded (a summary without it, from before it was recorded, is passed over)."""
-    from catalog.shared.files import check_fields, read_json
+    """The record at ``path``: UTF-8 JSON, an object holding what :data:`RECORD_SCHEMAS` asks of it."""
+    from catalog.shared.files import read_json
 
-    hint = "the training run's record is damaged; re-run the training, or pass the grounding flags explicitly"
-    data = read_json(path, schema={}, hint=hint)
-    if path.name == "train_summary.json" and data.get("grounding") is not None:
-        check_fields(data, RECORD_SCHEMAS[path.name], path=path, hint=hint)
-    return data
+    return read_json(path, schema=RECORD_SCHEMAS[path.name], hint=HINT)
 
 
 def training_grounding(model_dir: str | Path) -> tuple[dict[str, Any], str] | None:
     """(the grounding fields the model was trained with, the file they come from), or None.
 
     ``model_dir`` is a run's ``best/``, ``final/`` or ``checkpoint-N/``: its parent is the run folder.
-    From ``train_summary.json`` every field of ``grounding.used``; from ``remark_config.json`` the fields
-    it holds that are not null. Values are checked like any grounding setting (errors name the file).
+    From ``train_summary.json`` the fields of ``grounding.used``; from ``remark_config.json`` its four
+    grounding fields. Values are checked like any grounding setting (errors name the file and the field).
     """
     run = Path(model_dir).resolve().parent
     for name in RECORDS:
@@ -60,15 +59,15 @@ def training_grounding(model_dir: str | Path) -> tuple[dict[str, Any], str] | No
             continue
         data = _read(path)
         if name == "train_summary.json":
-            if data.get("grounding") is None:
-                continue
-            fields = data["grounding"]["used"]
+            fields, prefix = data["grounding"]["used"], "grounding.used"
         else:
-            fields = {k: data[k] for k in GroundingSettings.names() if data.get(k) is not None}
-            if not fields:
-                continue
-        GroundingSettings.from_dict(fields, path=str(path), prefix="grounding", partial=True)
-        return dict(fields), str(path)
+            fields, prefix = {k: data.get(k) for k in GroundingSettings.names() if k in data}, "grounding"
+        try:
+            settings = GroundingSettings.from_dict(fields, path=str(path), prefix=prefix)
+        except InputError as err:  # remark_config.json holds the fields at its top level
+            field = err.field if name == "train_summary.json" else err.field.removeprefix("grounding.")
+            raise InputError(err.message, path=path, field=field, hint=HINT) from None
+        return settings.to_dict(), str(path)
     return None
 
 

@@ -61,9 +61,9 @@ def test_lazy_packages_export_every_public_name(package):
     mod = importlib.import_module(package)
     for name in mod.__all__:
         value = getattr(mod, name)
-        source = importlib.import_module(mod._SOURCES[name])
+        source = importlib.import_module(mod._LAZY_EXPORTS[name])
         assert value is getattr(source, name), name
-    assert set(mod.__all__) == set(mod._SOURCES) and set(mod.__all__) <= set(dir(mod))
+    assert set(mod.__all__) == set(mod._LAZY_EXPORTS) and set(mod.__all__) <= set(dir(mod))
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         mod.not_a_name  # noqa: B018
 
@@ -71,4 +71,8 @@ def test_lazy_packages_export_every_public_name(package):
 def test_prep_sources_are_the_readers_sources():
     from data_prep import readers, sources
 
-    assert readers.SOURCES is sources.SOURCES and set(sources.SOURCES) >= {"protoqa", "reddit", "threads"}
+    assert readers.DATA_SOURCES is sources.DATA_SOURCES and set(sources.DATA_SOURCES) >= {
+        "protoqa",
+        "reddit",
+        "threads",
+    }

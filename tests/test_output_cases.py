@@ -140,7 +140,7 @@ def test_output_dir_may_not_be_or_lie_inside_an_input(tmp_path):
     check_run_dir(run, [run / "assets" / "data"])
 
 
-def test_the_runs_own_readme_is_replaced_and_an_earlier_runs_trl_card_counts_as_its_own(tmp_path):
+def test_the_runs_own_readme_is_replaced_and_any_other_readme_is_refused(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     assert write_run_card(out, "---\ntags:\n- trl\n---\n# card\n")
@@ -149,16 +149,16 @@ def test_the_runs_own_readme_is_replaced_and_an_earlier_runs_trl_card_counts_as_
     (out / "README.md").write_text("my edit\n")  # changed since the run wrote it: the user's now
     assert not run_card_is_ours(out) and not write_run_card(out, "third\n")
     assert (out / "README.md").read_text() == "my edit\n"
-    # a run written before runs recorded README.md: TRL's card beside that run's log
+    # TRL's draft card beside a run's log, not recorded as the run's: remark cannot tell who wrote it
     old = tmp_path / "old"
     old.mkdir()
-    (old / "README.md").write_text(
-        "---\nlibrary_name: transformers\ntags:\n- generated_from_trainer\n- trl\n---\n"
-    )
-    assert not run_card_is_ours(old)  # no run there: a README.md of the user's, as far as remark knows
+    trl_card = "---\nlibrary_name: transformers\ntags:\n- generated_from_trainer\n- trl\n---\n"
+    (old / "README.md").write_text(trl_card)
     (old / "eval_log.jsonl").write_text("{}\n")
-    assert run_card_is_ours(old)
-    check_run_dir(old)
+    assert not run_card_is_ours(old) and not write_run_card(old, "new\n")
+    with pytest.raises(InputError, match="refusing to replace a file that remark did not write") as err:
+        check_run_dir(old)
+    assert err.value.path == str(old / "README.md") and (old / "README.md").read_text() == trl_card
 
 
 class _Response(io.BytesIO):

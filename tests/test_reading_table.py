@@ -208,7 +208,8 @@ ENCODINGS = [
                                         "m/model.safetensors": NO_TENSORS},
         call=_model_files),
     Enc("train-summary", "run/train_summary.json",
-        {"run/train_summary.json": '{\n "global_step": 4,\n "grounding": {"used": {"match_mode": "exact"}, "notes": ["s~~e"]}\n}\n',
+        {"run/train_summary.json": '{\n "global_step": 4,\n "grounding": {"used": {"match_mode": "exact", "year_tolerance": 2, '
+                                   '"match_threshold": 90.0, "match_scorer": "ratio"}, "notes": ["s~~e"]}\n}\n',
          "run/best/config.json": "{}"},
         call=_training_record),
     Enc("group-size-advice", "ck/group_size_recommendation.json",

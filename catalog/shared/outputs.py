@@ -54,8 +54,8 @@ held lock file into the new folder at the swap, and ``check_output_dir`` does no
 Temporary names carry the writer's host and pid (``.NAME.<host>.<pid>.<random>.tmp`` / ``.old``). Before
 each write, leftovers of ``NAME`` from writers that are dead on this host are cleaned: a ``.tmp`` is
 removed; an ``.old`` (the previous output, moved aside just before the swap) is put back when ``NAME``
-is missing (the writer died between the two renames) and removed otherwise. Leftovers whose owner is
-unknown (another host, or an older remark) are reported with a ``StaleOutputWarning``, never removed.
+is missing (the writer died between the two renames) and removed otherwise. Leftovers of a writer on
+another host are reported with a ``StaleOutputWarning``, never removed; other names are not remark's.
 """
 
 from __future__ import annotations
@@ -246,16 +246,14 @@ def clean_stale(path: PathLike) -> list[str]:
     """Clean what interrupted writes of ``path`` left beside it; returns one line per action.
 
     Ours (``.NAME.<host>.<pid>.<random>.tmp|.old`` with this host and a dead pid): ``.tmp`` removed;
-    ``.old`` restored as ``NAME`` when ``NAME`` is missing, else removed. Others named like temporary
-    outputs of ``NAME`` (another host, a live pid, or no owner recorded) are left; those without a live
-    owner on this host are reported with a :class:`StaleOutputWarning`.
+    ``.old`` restored as ``NAME`` when ``NAME`` is missing, else removed. Those of a live pid on this host
+    are left; those of another host are left and reported with a :class:`StaleOutputWarning`.
     """
     dest = Path(path)
     parent = dest.parent
     if not parent.is_dir():
         return []
     ours = re.compile(rf"^\.{re.escape(dest.name)}\.([A-Za-z0-9-]+)\.(\d+)\.[^.]+\.(tmp|old)$")
-    legacy = re.compile(rf"^\.{re.escape(dest.name)}\.[^.]+\.(tmp|old)$")
     done: list[str] = []
     for entry in sorted(parent.iterdir()):
         m = ours.match(entry.name)
@@ -277,14 +275,6 @@ def clean_stale(path: PathLike) -> list[str]:
             else:
                 _remove(entry)
                 done.append(f"removed {entry} (left by an interrupted write, pid {pid})")
-        elif legacy.match(entry.name):
-            warnings.warn(
-                f"{entry}: left by an interrupted write of an older remark (no owner recorded); "
-                "remove it when no remark command is writing "
-                f"{dest.name}",
-                StaleOutputWarning,
-                stacklevel=3,
-            )
     return done
 
 

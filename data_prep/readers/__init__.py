@@ -1,6 +1,6 @@
 """Readers: every source into the threads frame (+ the source's own catalog, + meta).
 
-``read_source(name, path, ...)`` calls the source's reader (:data:`READERS`); :data:`SOURCES` lists the
+``read_source(name, path, ...)`` calls the source's reader (:data:`READERS`); :data:`DATA_SOURCES` lists the
 sources with their domain, and a listed source without a reader is an error. Each reader is also importable on its own (``read_protoqa``, ``read_reddit``, ``read_redial``,
 ``read_threads``).
 """
@@ -16,11 +16,11 @@ from data_prep.readers.reddit import read_reddit
 from data_prep.readers.redial import read_redial
 from data_prep.readers.threads import read_threads
 from data_prep.schema import Report, Threads
-from data_prep.sources import SOURCES
+from data_prep.sources import DATA_SOURCES
 
 __all__ = [
+    "DATA_SOURCES",
     "READERS",
-    "SOURCES",
     "check_not_empty",
     "combine",
     "read_protoqa",
@@ -34,7 +34,7 @@ __all__ = [
 #: A reader as ``read_source`` calls it: ``(path, items=, domain=, source=, report=) -> Threads``.
 Reader = Callable[..., Threads]
 
-#: source name -> its reader; every name of :data:`SOURCES` has one (``tests/data_prep/test_readers.py``)
+#: source name -> its reader; every name of :data:`DATA_SOURCES` has one (``tests/data_prep/test_readers.py``)
 READERS: dict[str, Reader] = {
     "protoqa": lambda path, *, items, domain, source, report: read_protoqa(path, items=items, report=report),
     "reddit": lambda path, *, items, domain, source, report: read_reddit(
@@ -57,16 +57,18 @@ def read_source(
     report: Report | None = None,
 ) -> Threads:
     """Read ``path`` with the reader of ``source`` (:data:`READERS`); ``domain`` overrides the source's
-    default. A name of :data:`SOURCES` without a reader is an error, never a fallback to another reader."""
-    if source not in SOURCES:
-        raise InputError(f"unknown source {source!r}", field="source", hint=f"valid: {', '.join(SOURCES)}")
+    default. A name of :data:`DATA_SOURCES` without a reader is an error, never a fallback to another reader."""
+    if source not in DATA_SOURCES:
+        raise InputError(
+            f"unknown source {source!r}", field="source", hint=f"valid: {', '.join(DATA_SOURCES)}"
+        )
     if source not in READERS:
         raise NotImplementedError(
-            f"source {source!r} is listed in data_prep.sources.SOURCES but has no reader in "
+            f"source {source!r} is listed in data_prep.sources.DATA_SOURCES but has no reader in "
             "data_prep.readers.READERS"
         )
     report = report or Report()
-    dom = domain or SOURCES[source][0]
+    dom = domain or DATA_SOURCES[source][0]
     skipped_before = sum(report.skipped.values())
     threads = READERS[source](path, items=items, domain=dom, source=source, report=report)
     check_not_empty(threads, path, report, skipped_before)

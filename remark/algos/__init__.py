@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from catalog._lazy import lazy_exports
 
 #: public name -> the module that defines it
-_SOURCES: dict[str, str] = {
+_LAZY_EXPORTS: dict[str, str] = {
     "per_responder_advantages": "remark.algos.advantages",
     "rank_advantages": "remark.algos.advantages",
     "scale_advantages": "remark.algos.advantages",
@@ -119,7 +119,7 @@ if TYPE_CHECKING:
     )
 
 
-__getattr__, __dir__ = lazy_exports("remark.algos", _SOURCES, globals())
+__getattr__, __dir__ = lazy_exports("remark.algos", _LAZY_EXPORTS, globals())
 
 __all__ = [
     "END_SHAPINGS",

@@ -20,10 +20,11 @@ This is the ``lines`` segmentation. ``newline_rank_index`` (``segmentation: newl
 own rule, kept so that its published recipe can be reproduced (``end_shaping: rank_grpo``).
 
 Departure from Rank-GRPO: it counted raw newlines (a blank line shifted every later rank) and gave the
-newline ending rank 20 that rank's advantage; here segments come from the parser's spans. Since blank
-lines then hold no rank, they would cost nothing where Rank-GRPO made them slots; with mostly flat
-groups (Rank-GRPO's reward on one responder) a tiny policy drifted into lists of blank lines that run
-into the cap (ProtoQA experiment, run 2: one seed of three), hence the filler penalty.
+newline ending rank 20 that rank's advantage; here segments come from the parser's spans. Blank lines
+then hold no rank, so they would cost nothing where Rank-GRPO made them slots: a policy whose groups
+carry little signal can pad its lists with blank lines up to the length cap at no cost. The filler
+penalty prices such whitespace like a line past K (the collapse it prevents is recorded in
+experiments/RESULTS.md, "Run 2").
 
 Per-token character offsets (``TokenOffsetMapper``, ``TokenOffsets``) live in ``remark.algos.offsets``.
 

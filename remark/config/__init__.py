@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from catalog._lazy import lazy_exports
 
 #: public name -> the module that defines it
-_SOURCES: dict[str, str] = {
+_LAZY_EXPORTS: dict[str, str] = {
     "Composed": "remark.config.compose",
     "Override": "remark.config.compose",
     "compose_config": "remark.config.compose",
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from remark.config.validate import validate_remark_fields, validate_remark_layout
 
 
-__getattr__, __dir__ = lazy_exports("remark.config", _SOURCES, globals())
+__getattr__, __dir__ = lazy_exports("remark.config", _LAZY_EXPORTS, globals())
 
 __all__ = [
     "Composed",

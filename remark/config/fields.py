@@ -195,8 +195,7 @@ class RemarkGRPOConfig(GRPOConfig):
             "help": "torch's CPU threads for the run (intra-op; inter-op 1), set before the build_tiny SFT and "
             "the trainer (remark.run.cpu_threads). None keeps torch's default (all cores). The count changes the "
             "numbers (summation order), so it is part of the config; on a shared or busy CPU machine 1 is "
-            "often far faster (configs/tiny_cpu.yaml's SFT: 1.1 s per step with 1 thread, 11 s with the "
-            "default, 2 cores at load 8)."
+            "often far faster (idle threads wait on busy cores; bench/RESULTS.md)."
         },
     )
 

@@ -64,7 +64,7 @@ from catalog._lazy import lazy_exports
 
 #: public name -> the module that defines it (imported on first use, PEP 562: ``remark demo --help``
 #: reads ``DATA_CHOICES`` without loading the pipeline's torch and transformers)
-_SOURCES: dict[str, str] = {
+_LAZY_EXPORTS: dict[str, str] = {
     "run_demo": "remark.demo.pipeline",
     "report_markdown": "remark.demo.report",
     "rl_fields": "remark.demo.runs",
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from remark.demo.stages import find_protoqa, prepare_protoqa, prepare_synthetic
 
 
-__getattr__, __dir__ = lazy_exports("remark.demo", _SOURCES, globals())
+__getattr__, __dir__ = lazy_exports("remark.demo", _LAZY_EXPORTS, globals())
 
 
 __all__ = [

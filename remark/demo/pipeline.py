@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from catalog.shared.errors import InputError
-from catalog.shared.outputs import OUTPUT_MARKER, atomic_dir, atomic_write
+from catalog.shared.outputs import atomic_dir, atomic_write
 from catalog.shared.versions import package_versions
 from remark.demo.evaluation import (
     TEST_SETS,
@@ -104,10 +104,8 @@ def run_demo(
     if s.data_dir is not None:  # stage processes run inside the output folder: an absolute input path
         s = dataclasses.replace(s, data_dir=str(Path(s.data_dir).resolve()))
     check_out(out, force, inputs=inputs)
-    # an output of the demo from before the ownership marker: its own settings file says so
-    legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()
     t_start = time.monotonic()
-    with _LoadSampler() as load, atomic_dir(out, KIND, inputs=inputs, force=force or legacy) as tmp:
+    with _LoadSampler() as load, atomic_dir(out, KIND, inputs=inputs, force=force) as tmp:
         with atomic_write(tmp / SETTINGS_FILE) as f:
             f.write_text(json.dumps(dataclasses.asdict(s), indent=2) + "\n")
         summary = _run_stages(s, tmp, console, progress_disable)
@@ -426,7 +424,6 @@ def check_out(out: Path, force: bool = False, *, inputs: list[Path] | tuple[Path
     from catalog.shared.outputs import check_output_dir
 
     out = Path(out)
-    legacy = out.is_dir() and (out / SETTINGS_FILE).is_file() and not (out / OUTPUT_MARKER).exists()
     if out.exists() and not out.is_dir():
         raise InputError("--out is a file", path=out, hint="pass a folder")
-    check_output_dir(out, KIND, inputs=inputs, force=force or legacy, hold=True)
+    check_output_dir(out, KIND, inputs=inputs, force=force, hold=True)

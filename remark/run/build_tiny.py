@@ -6,8 +6,9 @@ Each of ``data/``, ``base_model/`` and ``sft_model/`` is written through ``catal
 in a temporary sibling, renamed into place with its ownership marker), and ``build.json`` says
 ``{"incomplete": ...}`` from the start of a build until all three are in place, when it is replaced by
 the settings: a run killed mid-build leaves complete folders or none, a stamp that matches nothing, and a
-temporary folder the next build removes. Folders of an older remark (no marker) are replaced only when
-``build.json`` shows that ``build_tiny`` wrote them.
+temporary folder the next build removes. A folder without the marker of its kind was not written by
+``build_tiny`` and is refused before any work, whatever ``build.json`` says (the stamp vouches for
+settings, not for who wrote a folder).
 """
 
 from __future__ import annotations
@@ -42,11 +43,9 @@ def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
     stamp = root / "build.json"
     if _read_stamp(stamp) == opts and all(output_kind(d) == k for d, k in kinds.items()):
         return data_dir, sft_dir
-    # an existing stamp (any content) says build_tiny wrote assets/: its unmarked folders (older remark) are its own
-    legacy = {d: stamp.is_file() and d.is_dir() and output_kind(d) is None for d in kinds}
     for folder, kind in kinds.items():  # before any work, so that a refusal costs nothing
         try:
-            check_output_dir(folder, kind, force=legacy[folder], field="build_tiny")
+            check_output_dir(folder, kind, field="build_tiny")
         except InputError as err:
             raise InputError(
                 err.message,
@@ -58,7 +57,6 @@ def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
         tmp.write_text(json.dumps({"incomplete": opts}, indent=2))
     ds = build_dataset(
         data_dir,
-        force=legacy[data_dir],
         n_requests=opts["n_requests"],
         n_items=opts["n_items"],
         relevant_size=tuple(opts["relevant_size"]),
@@ -68,10 +66,10 @@ def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
         "\n".join(ds.catalog.df["item_id"].to_list()[i : i + 20]) for i in range(0, len(ds.catalog), 20)
     ]
     corpus += [m["content"] for p in ds.requests["prompt"].to_list() for m in p]
-    with atomic_dir(base_dir, TINY_MODEL_KIND, force=legacy[base_dir], field="build_tiny") as tmp:
+    with atomic_dir(base_dir, TINY_MODEL_KIND, field="build_tiny") as tmp:
         build_tiny_model(tmp, corpus, spec=TinySpec(**opts["spec"]), seed=opts["seed"])
     settings = SFTSettings(targets=opts["sft_targets"], k=cfg.num_ranks, seed=opts["seed"])
-    with atomic_dir(sft_dir, SFT_KIND, force=legacy[sft_dir], field="build_tiny") as tmp:
+    with atomic_dir(sft_dir, SFT_KIND, field="build_tiny") as tmp:
         run_sft(
             ds,
             base_dir,

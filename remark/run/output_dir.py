@@ -38,7 +38,7 @@ from typing import Any
 
 from catalog.shared.errors import InputError
 from catalog.shared.outputs import atomic_file, file_kind, output_kind, owning_output
-from remark.step.checkpoint import find_checkpoints, inspect_checkpoint, select_checkpoint
+from remark.step.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
 
 #: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
 RUN_OUTPUTS = (
@@ -81,27 +81,12 @@ def _describe_kind(kind: str) -> str:
     return "a folder remark writes whole"
 
 
-def _is_trl_card(path: Path) -> bool:
-    """Whether ``path`` reads as the draft card TRL writes (its YAML header tags ``generated_from_trainer``
-    and ``trl``): what an earlier run left before runs recorded their ``README.md``."""
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:2000]
-    except OSError:
-        return False
-    header = head.split("\n---", 1)[0] if head.startswith("---") else ""
-    return "- generated_from_trainer" in header and "- trl" in header
-
-
 def run_card_is_ours(output_dir: str | Path) -> bool:
-    """Whether the run may write ``output_dir/README.md``: absent, recorded as the run's, or TRL's draft card
-    left by an earlier run of this folder (before runs recorded it)."""
+    """Whether the run may write ``output_dir/README.md``: absent, or recorded as the run's."""
     card = Path(output_dir) / RUN_CARD
     if not (card.exists() or card.is_symlink()):
         return True
-    if file_kind(card) == RUN_KIND:
-        return True
-    earlier = [p for p in previous_run(output_dir) if p.name not in SETUP_OUTPUTS]
-    return bool(earlier) and not card.is_symlink() and _is_trl_card(card)
+    return file_kind(card) == RUN_KIND
 
 
 def write_run_card(output_dir: str | Path, text: str) -> bool:
@@ -256,7 +241,7 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
         return None
     main = int(os.environ.get("RANK", "0")) == 0
     if resume is not True:
-        problem, note = inspect_checkpoint(resume)
+        problem = checkpoint_problem(resume)
         if problem is not None:
             newest, _ = select_checkpoint(Path(resume).parent)
             raise InputError(
@@ -268,12 +253,9 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
                 else "pass --resume alone to take the newest complete checkpoint in output_dir",
             )
         if main:
-            if note is not None:
-                print(f"resume: note: {note}")
             print(f"resume: from {resume}")
         return Path(resume)
-    notes: list[str] = []
-    chosen, skipped = select_checkpoint(output_dir, notes=notes)
+    chosen, skipped = select_checkpoint(output_dir)
     for path, why in skipped:
         if main:
             print(f"resume: skipped {path.name}: {why}")
@@ -290,8 +272,6 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
             hint="start the run without --resume; checkpoints are written every save_steps",
         )
     if main:
-        for note in notes:
-            print(f"resume: note: {note}")
         print(f"resume: from {chosen}")
     return chosen
 

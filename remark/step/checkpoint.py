@@ -21,15 +21,14 @@ Completeness and integrity (remark's addition; ``transformers`` has neither):
 trainer state of every process and the callbacks' ``on_save`` files (the group-size advice), once they
 are flushed to disk; it lists every file with its size and sha256 (``{"format": 2, "step", "saved_at",
 "files": {name: {"size", "sha256"}}}``). A folder without it, or whose files differ from it (truncated,
-missing), is incomplete; one whose content no longer matches it is damaged. ``inspect_checkpoint(path,
+missing), is incomplete; one whose content no longer matches it is damaged. ``checkpoint_problem(path,
 verify=True)`` checks, cheapest first: the marker itself, every file's size, a trial read of every JSON
 file (``trainer_state.json`` must be an object with an integer ``global_step`` and a ``log_history``
 list) and of every safetensors header (its length, its JSON, each tensor's dtype, shape and byte range
 inside the file), then every file's sha256. ``select_checkpoint`` takes the newest checkpoint that passes
-and names each newer one it skipped and why; ``checkpoint_problem`` gives the reason alone. Hashing reads
-every file once (``hashlib.file_digest``): about 1 s per 0.5 GB on one core, paid at each save and, on
-resume, for the checkpoints examined (the chosen one and those skipped). Markers written before hashes
-were recorded (``files: {name: size}``) are checked by size and trial read, and the check says so.
+and names each newer one it skipped and why. Hashing reads every file once (``hashlib.file_digest``), at
+each save and, on resume, for the checkpoints examined (the chosen one and those skipped). A marker of
+another ``format`` is unreadable: its checkpoint is skipped with that reason.
 
 Rotation (``save_total_limit``) runs after the marker and counts complete checkpoints only, newest by
 completion time, checked by marker and sizes (hashing every kept checkpoint at every save would cost more
@@ -61,10 +60,11 @@ SCHEDULER_META = "scheduler.json"
 TRAINING_ARGS_JSON = "training_args.json"
 COMPLETE_MARKER = "checkpoint_complete.json"
 CHECKPOINT_PREFIX = "checkpoint-"
-#: the marker's format: 2 records a sha256 per file (1, implicit, sizes only)
+#: the marker's format: a size and a sha256 per file
 MARKER_FORMAT = 2
-#: what a marker must hold (``catalog.shared.files.check_fields``); ``files`` values are checked per format
-MARKER_SCHEMA = {"step": int, "saved_at": float, "files": dict}
+#: what a marker must hold (``catalog.shared.files.check_fields``); each ``files`` value: ``FILE_SCHEMA``
+MARKER_SCHEMA = {"format": int, "step": int, "saved_at": float, "files": dict}
+FILE_SCHEMA = {"size": int, "sha256": str}
 #: what a checkpoint's ``trainer_state.json`` must hold for ``transformers`` to resume from it
 TRAINER_STATE_SCHEMA = {"global_step": int, "log_history": list}
 
@@ -224,21 +224,23 @@ def checkpoint_step(path: str | Path) -> int | None:
 
 
 def read_marker(folder: str | Path) -> dict[str, dict[str, Any]]:
-    """The files a checkpoint's marker records, as ``{name: {"size": int, "sha256": str or None}}``
-    (``sha256`` None for a marker written before hashes were recorded); ``InputError`` naming the field
-    when the marker is not what :func:`write_complete_marker` writes."""
+    """The files a checkpoint's marker records, as ``{name: {"size": int, "sha256": str}}``; ``InputError``
+    naming the field when the marker is not what :func:`write_complete_marker` writes."""
     from catalog.shared.errors import InputError
     from catalog.shared.files import check_fields, read_json
 
     path = Path(folder) / COMPLETE_MARKER
-    marker = read_json(path, schema=MARKER_SCHEMA, optional={"format": int}, what=COMPLETE_MARKER)
+    marker = read_json(path, schema=MARKER_SCHEMA, what=COMPLETE_MARKER)
+    if marker["format"] != MARKER_FORMAT:
+        raise InputError(
+            f"format {marker['format']}, not {MARKER_FORMAT} (a size and a sha256 per file)",
+            path=path,
+            field="format",
+        )
     out: dict[str, dict[str, Any]] = {}
     for name, entry in marker["files"].items():
         where = f"files.{name}"
-        if isinstance(entry, int) and not isinstance(entry, bool):  # format 1: the size alone
-            out[name] = {"size": entry, "sha256": None}
-            continue
-        check_fields(entry, {"size": int, "sha256": str}, path=path, prefix=where)
+        check_fields(entry, FILE_SCHEMA, path=path, prefix=where)
         if len(entry["sha256"]) != 64:
             raise InputError("not a sha256 (64 hex digits)", path=path, field=f"{where}.sha256")
         out[name] = entry
@@ -259,39 +261,35 @@ def json_state_problem(path: str | Path) -> str | None:
     return None
 
 
-def inspect_checkpoint(path: str | Path, *, verify: bool = True) -> tuple[str | None, str | None]:
-    """(why ``path`` is not a sound checkpoint or None, a note on how it was checked or None).
+def checkpoint_problem(path: str | Path, *, verify: bool = True) -> str | None:
+    """Why ``path`` is not a sound checkpoint (None when it is): what a user can check by hand.
 
     Without ``verify``: the marker and every recorded file's size (cheap: what rotation counts). With
-    it: also a trial read of every JSON file and safetensors header, then every recorded sha256 (the
-    note says when the marker predates hashes, so only sizes and the trial read were checked)."""
+    it: also a trial read of every JSON file and safetensors header, then every recorded sha256."""
     from catalog.shared.errors import InputError
 
     folder = Path(path)
     if not folder.is_dir():
-        return ("not found" if not folder.exists() else "not a folder"), None
+        return "not found" if not folder.exists() else "not a folder"
     names = sorted(p.name for p in folder.iterdir())
     if not names:
-        return "empty folder (the save was interrupted before anything was written)", None
+        return "empty folder (the save was interrupted before anything was written)"
     if COMPLETE_MARKER not in names:
         held = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        return f"no {COMPLETE_MARKER}, the save was interrupted (it holds {held})", None
+        return f"no {COMPLETE_MARKER}, the save was interrupted (it holds {held})"
     try:
         files = read_marker(folder)
     except InputError as err:
         where = f" (field {err.field!r})" if err.field else ""
-        return f"{COMPLETE_MARKER} is unreadable: {err.message}{where}", None
+        return f"{COMPLETE_MARKER} is unreadable: {err.message}{where}"
     for name, entry in files.items():
         f = folder / name
         if not f.is_file():
-            return f"{name} is missing", None
+            return f"{name} is missing"
         if f.stat().st_size != entry["size"]:
-            return (
-                f"{name} has {f.stat().st_size} bytes, {entry['size']} when it was saved (truncated or changed)",
-                None,
-            )
+            return f"{name} has {f.stat().st_size} bytes, {entry['size']} when it was saved (truncated or changed)"
     if not verify:
-        return None, None
+        return None
     for name in files:
         if name.endswith(".safetensors"):
             from catalog.shared.files import safetensors_problem
@@ -302,28 +300,14 @@ def inspect_checkpoint(path: str | Path, *, verify: bool = True) -> tuple[str | 
         else:
             continue
         if problem is not None:
-            return problem, None
-    unhashed = [name for name, entry in files.items() if entry["sha256"] is None]
+            return problem
     for name, entry in files.items():
-        if entry["sha256"] is not None and file_sha256(folder / name) != entry["sha256"]:
+        if file_sha256(folder / name) != entry["sha256"]:
             return (
                 f"{name} does not match its recorded sha256 (its content changed after the save: "
-                "damaged on disk or edited)",
-                None,
+                "damaged on disk or edited)"
             )
-    note = None
-    if unhashed:
-        note = (
-            f"{folder.name}'s {COMPLETE_MARKER} records sizes only (written before remark recorded "
-            "hashes): checked sizes and a trial read of its JSON files and safetensors headers, not content hashes"
-        )
-    return None, note
-
-
-def checkpoint_problem(path: str | Path, *, verify: bool = True) -> str | None:
-    """Why ``path`` is not a sound checkpoint (None when it is): what a user can check by hand
-    (:func:`inspect_checkpoint`)."""
-    return inspect_checkpoint(path, verify=verify)[0]
+    return None
 
 
 def find_checkpoints(output_dir: str | Path) -> list[Path]:
@@ -337,17 +321,13 @@ def find_checkpoints(output_dir: str | Path) -> list[Path]:
     return sorted(found, key=checkpoint_step)
 
 
-def select_checkpoint(
-    output_dir: str | Path, *, notes: list[str] | None = None
-) -> tuple[Path | None, list[tuple[Path, str]]]:
+def select_checkpoint(output_dir: str | Path) -> tuple[Path | None, list[tuple[Path, str]]]:
     """(the newest sound checkpoint or None, [(incomplete or damaged checkpoint, why)] newest first),
-    each verified (:func:`inspect_checkpoint`); how the chosen one was checked is appended to ``notes``."""
+    each verified (:func:`checkpoint_problem`)."""
     skipped = []
     for path in reversed(find_checkpoints(output_dir)):
-        problem, note = inspect_checkpoint(path)
+        problem = checkpoint_problem(path)
         if problem is None:
-            if note is not None and notes is not None:
-                notes.append(note)
             return path, skipped
         skipped.append((path, problem))
     return None, skipped

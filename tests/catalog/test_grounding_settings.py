@@ -52,16 +52,18 @@ def test_defaults_round_trip_and_overrides():
     ],
 )
 def test_from_dict_errors_name_the_file_and_the_field(data, field, words):
+    record = {**GroundingSettings().to_dict(), **data} if isinstance(data, dict) else data
     with pytest.raises(InputError) as err:
-        GroundingSettings.from_dict(data, path="d/meta.json", partial=True)
+        GroundingSettings.from_dict(record, path="d/meta.json")
     assert err.value.path == "d/meta.json" and err.value.field == field
     assert words in str(err.value)
 
 
-def test_from_dict_needs_every_field_unless_partial():
+def test_from_dict_needs_every_field():
     with pytest.raises(InputError, match=r"field 'grounding.year_tolerance': missing key"):
         GroundingSettings.from_dict({"match_mode": "exact"}, path="m.json")
-    assert GroundingSettings.from_dict({"match_mode": "exact"}, partial=True) == GroundingSettings("exact")
+    exact = {**GroundingSettings().to_dict(), "match_mode": "exact"}
+    assert GroundingSettings.from_dict(exact) == GroundingSettings("exact")
 
 
 def test_matcher_takes_the_settings_object():

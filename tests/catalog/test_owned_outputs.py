@@ -185,16 +185,16 @@ def test_live_and_unattributed_leftovers_are_kept(tmp_path) -> None:
     live.mkdir()
     elsewhere = tmp_path / ".ds.otherhost.12345.abc.tmp"
     elsewhere.mkdir()
-    legacy = tmp_path / ".ds.k2j4h_x.tmp"  # mkdtemp name of an older remark: no owner recorded
-    legacy.mkdir()
+    unowned = tmp_path / ".ds.k2j4h_x.tmp"  # a temporary-like name with no owner: not remark's
+    unowned.mkdir()
     unrelated = tmp_path / ".dsx.otherhost.1.abc.tmp"
     unrelated.mkdir()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert clean_stale(out) == []
-    reported = sorted(str(w.message).split(":")[0] for w in caught if w.category is StaleOutputWarning)
-    assert reported == sorted([str(elsewhere), str(legacy)])
-    assert {p.name for p in tmp_path.iterdir()} == {live.name, elsewhere.name, legacy.name, unrelated.name}
+    reported = [str(w.message).split(":")[0] for w in caught if w.category is StaleOutputWarning]
+    assert reported == [str(elsewhere)]
+    assert {p.name for p in tmp_path.iterdir()} == {live.name, elsewhere.name, unowned.name, unrelated.name}
 
 
 def test_writes_clean_their_own_dead_leftovers(tmp_path) -> None:

@@ -1,5 +1,5 @@
 """The dataset's grounding record: `remark prep` writes it, every command that reads a dataset uses it,
-legacy datasets are read from their old keys and say so, and a bad record is a clear error."""
+and a missing or bad record is a clear error."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from catalog.match import GroundingSettings, Matcher
 from catalog.shared.errors import InputError
 from catalog.table import Catalog
-from data_prep.dataset import choose_grounding, dataset_grounding, load_dataset
+from data_prep.dataset import dataset_grounding, load_dataset
 from data_prep.pool import pool_threads
 from data_prep.schema import Threads
 from data_prep.synthetic import build_dataset, generate_world
@@ -39,7 +39,6 @@ def test_prep_records_its_grounding_and_grounds_with_it(tmp_path, inputs, capsys
     assert prep(inputs, tmp_path / "default") == 0
     meta = json.loads((tmp_path / "default" / "meta.json").read_text())
     assert meta["grounding"] == GroundingSettings().to_dict()
-    assert not {"match", "year_tolerance", "match_mode"} & set(meta)  # the unread legacy keys are gone
     # frank's "Moon" (2010) is one year off Moon (2009): grounded with year_tolerance 2, not with 0
     assert q2_union(tmp_path / "default") == ["m5", "m3"]
     flags = ["--year-tolerance", "0", "--match-threshold", "85", "--match-scorer", "WRatio"]
@@ -54,31 +53,25 @@ def test_prep_records_its_grounding_and_grounds_with_it(tmp_path, inputs, capsys
     assert not (tmp_path / "bad").exists()
 
 
-def test_legacy_datasets_are_read_from_their_old_keys_and_say_so(tmp_path, inputs):
+def test_a_dataset_without_its_grounding_record_is_refused(tmp_path, inputs, capsys):
     out = tmp_path / "ds"
     assert prep(inputs, out) == 0
     meta_path = out / "meta.json"
     meta = json.loads(meta_path.read_text())
     del meta["grounding"]
     meta_path.write_text(json.dumps({**meta, "match": "exact", "year_tolerance": 1}))
-    ds = load_dataset(out)
-    assert ds.grounding == GroundingSettings(match_mode="exact", year_tolerance=1)
-    choice = choose_grounding(ds)
-    assert (
-        choice.legacy
-        and choice.used == ds.grounding
-        and "legacy meta.json key(s) match, year_tolerance" in choice.source
-    )
-    (note,) = choice.notes()
-    assert (
-        note.startswith(f"note: {out} has no meta.json 'grounding' record") and "re-run remark prep" in note
-    )
-    assert dataset_grounding({"match_mode": "normalized"})[0] == GroundingSettings(match_mode="normalized")
-    settings, source = dataset_grounding({})
-    assert settings == GroundingSettings() and source == "defaults: meta.json records no grounding"
-    meta_path.write_text(json.dumps({**meta, "match": "loose"}))
-    with pytest.raises(InputError, match=r"meta.json, field 'match': legacy grounding key"):
+    with pytest.raises(InputError) as err:
         load_dataset(out)
+    assert (err.value.path, err.value.field) == (str(meta_path), "grounding")
+    assert "re-run remark prep" in str(err.value)
+    with pytest.raises(InputError, match="field 'grounding': missing"):
+        dataset_grounding({"match_mode": "normalized"})
+    preds = write_jsonl(tmp_path / "p.jsonl", [{"request_id": "q1", "recommendations": ["Moon (2009)"]}])
+    capsys.readouterr()
+    argv = ["eval", "score", "--data", str(out), "--predictions", str(preds), "--split", "all", "--k", "1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{meta_path}, field 'grounding'" in err and "Traceback" not in err and len(err.splitlines()) == 1
     meta_path.write_text(
         json.dumps({**meta, "grounding": {**GroundingSettings().to_dict(), "year_tolerance": -2}})
     )
@@ -87,29 +80,22 @@ def test_legacy_datasets_are_read_from_their_old_keys_and_say_so(tmp_path, input
     assert err.value.path == str(meta_path) and err.value.field == "grounding.year_tolerance"
 
 
-def test_eval_score_on_a_legacy_dataset_notes_it_in_the_result(tmp_path, inputs, capsys):
+def test_a_table_with_columns_of_another_layout_is_refused(tmp_path, inputs):
+    """responder_rows.parquet holds each responder's own list and the request id: a file that carries the
+    request's fields too is not this layout, and is refused rather than trimmed."""
+    import polars as pl
+
     out = tmp_path / "ds"
     assert prep(inputs, out) == 0
-    meta = json.loads((out / "meta.json").read_text())
-    del meta["grounding"]
-    (out / "meta.json").write_text(json.dumps({**meta, "match": "fuzzy", "year_tolerance": 0}))
-    preds = write_jsonl(
-        tmp_path / "p.jsonl",
-        [
-            {"request_id": "q1", "recommendations": ["Moon (2009)"]},
-            {"request_id": "q2", "recommendations": ["Moon (2010)", "Solaris (1972)"]},
-        ],
-    )
-    argv = ["eval", "score", "--data", str(out), "--predictions", str(preds), "--split", "all", "--k", "1"]
-    argv += ["--json"]
-    capsys.readouterr()
-    assert main([*argv, "--resamples", "100", "--ci-method", "percentile"]) == 0
-    captured = capsys.readouterr()
-    result = json.loads(captured.out)
-    assert result["warnings"] == {"grounding_not_recorded": 1}
-    assert result["settings"]["grounding"]["used"]["year_tolerance"] == 0  # the legacy key, read
-    assert "has no meta.json 'grounding' record" in captured.err
-    assert result["counts"]["n_ungrounded_slots"] == 1  # Moon (2010) with year_tolerance 0
+    rows_path = out / "responder_rows.parquet"
+    rows = pl.read_parquet(rows_path)
+    rows.with_columns(pl.lit("x").alias("prompt")).write_parquet(rows_path)
+    with pytest.raises(InputError) as err:
+        load_dataset(out)
+    assert (err.value.path, err.value.field) == (str(rows_path), "prompt")
+    assert "unexpected column(s) prompt" in str(err.value) and "re-run remark prep" in str(err.value)
+    rows.write_parquet(rows_path)
+    assert load_dataset(out).responder_rows.columns == rows.columns
 
 
 def test_ground_and_diagnose_take_the_dataset_grounding(tmp_path, inputs, capsys):

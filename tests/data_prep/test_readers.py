@@ -231,18 +231,18 @@ def test_combine_sets_splits_per_input(tmp_path):
 
 
 def test_every_source_has_its_reader():
-    from data_prep.readers import READERS, SOURCES
+    from data_prep.readers import DATA_SOURCES, READERS
 
-    assert set(READERS) == set(SOURCES), (
-        f"sources without a reader: {sorted(set(SOURCES) - set(READERS))}; "
-        f"readers of no source: {sorted(set(READERS) - set(SOURCES))}"
+    assert set(READERS) == set(DATA_SOURCES), (
+        f"sources without a reader: {sorted(set(DATA_SOURCES) - set(READERS))}; "
+        f"readers of no source: {sorted(set(READERS) - set(DATA_SOURCES))}"
     )
 
 
 def test_a_source_without_a_reader_is_an_error_not_a_threads_file(tmp_path, monkeypatch):
-    from data_prep.readers import SOURCES
+    from data_prep.readers import DATA_SOURCES
 
-    monkeypatch.setitem(SOURCES, "newsource", ("movie", "a source whose reader was not written"))
+    monkeypatch.setitem(DATA_SOURCES, "newsource", ("movie", "a source whose reader was not written"))
     path = write_jsonl(
         tmp_path / "t.jsonl", [{"request_id": "r", "prompt": "p", "responder_id": "a", "title": "X"}]
     )

@@ -23,9 +23,7 @@ def run_folder(tmp_path, **files):
 def test_the_summary_wins_then_the_config_then_nothing(tmp_path):
     config = {
         "learning_rate": 1e-5,
-        "match_mode": "normalized",
-        "year_tolerance": None,
-        "match_threshold": 80.0,
+        **GroundingSettings(match_mode="normalized", match_threshold=80.0).to_dict(),
     }
     model = run_folder(
         tmp_path, train_summary={"grounding": {"used": EXACT0.to_dict()}}, remark_config=config
@@ -34,9 +32,12 @@ def test_the_summary_wins_then_the_config_then_nothing(tmp_path):
     assert training_grounding(model) == (EXACT0.to_dict(), summary)
     (tmp_path / "run" / "train_summary.json").unlink()  # a run that died before its end: the config
     fields, source = training_grounding(model)
-    assert fields == {"match_mode": "normalized", "match_threshold": 80.0} and source.endswith(
-        "remark_config.json"
-    )
+    assert fields == {
+        "match_mode": "normalized",
+        "year_tolerance": 2,
+        "match_threshold": 80.0,
+        "match_scorer": "ratio",
+    } and source.endswith("remark_config.json")
     (tmp_path / "run" / "remark_config.json").unlink()
     assert training_grounding(model) is None and training_comparison(model, GroundingSettings()) is None
 
@@ -52,17 +53,25 @@ def test_comparison_names_each_field_and_the_flags_that_match_the_training(tmp_p
     assert "pass --match-mode exact --year-tolerance 0 to evaluate it as it was trained" in got["note"]
     same = training_comparison(model, EXACT0)
     assert same["differs"] == {} and same["note"] is None
-    # only the fields a config records are compared
-    model = run_folder(tmp_path / "b", remark_config={"year_tolerance": 2, "match_mode": None})
-    assert training_comparison(model, GroundingSettings())["differs"] == {}
 
 
 @pytest.mark.parametrize(
     ("files", "fragment"),
     [
         ({"train_summary": "{not json"}, "row 1: not valid JSON"),
-        ({"train_summary": {"grounding": {"used": {"match_mode": "loose"}}}}, "match_mode"),
-        ({"remark_config": {"year_tolerance": -1}}, "year_tolerance"),
+        (
+            {"train_summary": {"grounding": {"used": {**EXACT0.to_dict(), "match_mode": "loose"}}}},
+            "match_mode",
+        ),
+        ({"remark_config": {**EXACT0.to_dict(), "year_tolerance": -1}}, "field 'year_tolerance'"),
+        # a record that holds part of the grounding could call two different groundings alike
+        ({"train_summary": {"global_step": 4}}, "field 'grounding': missing"),
+        (
+            {"train_summary": {"grounding": {"used": {"match_mode": "exact"}}}},
+            "'grounding.used.year_tolerance'",
+        ),
+        ({"remark_config": {"year_tolerance": 2, "match_mode": None}}, "field 'match_threshold': missing"),
+        ({"remark_config": {**EXACT0.to_dict(), "match_mode": None}}, "unknown match_mode None"),
     ],
 )
 def test_a_bad_record_is_an_input_error_naming_the_file(tmp_path, files, fragment):
@@ -70,3 +79,4 @@ def test_a_bad_record_is_an_input_error_naming_the_file(tmp_path, files, fragmen
     with pytest.raises(InputError) as err:
         training_grounding(model)
     assert fragment in str(err.value) and str(tmp_path / "run") in str(err.value)
+    assert "re-run the training, or pass the grounding flags" in str(err.value)

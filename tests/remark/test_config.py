@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from catalog.shared.errors import InputError
@@ -79,48 +81,68 @@ def test_bad_fields_name_the_field_and_the_fix(overrides, field, words):
     assert words in str(err.value)
 
 
-#: config field -> the registry kind whose names it takes
+def _field_helps() -> dict[str, str]:
+    import dataclasses
+
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(RemarkGRPOConfig)}
+
+
+#: config field -> the registry kind whose names it takes, read from the field helps that the registry
+#: builds ("... (registry kind 'reward'): 'marginal': ...")
 KIND_FIELDS = {
-    "reward_scheme": "reward",
-    "advantage_scaling": "scale",
-    "segmentation": "segmentation",
-    "advantage_baseline": "baseline",
-    "loss_aggregation": "aggregation",
-    "truncation": "truncation",
+    name: m.group(1)
+    for name, text in _field_helps().items()
+    if (m := re.search(r"\(registry kind '(\w+)'\): ", text))
 }
+
+
+def test_the_registry_builds_the_help_of_the_fields_that_name_a_function():
+    assert KIND_FIELDS["reward_scheme"] == "reward" and KIND_FIELDS["segmentation"] == "segmentation"
+    from remark.algos import registry
+
+    assert set(KIND_FIELDS.values()) <= set(registry.kinds())
+
+
+def _valid_with(kind: str, name: str) -> dict:
+    """The fields besides ``KIND_FIELDS``' own that make registered ``name`` of ``kind`` a valid value:
+    the TRL value a scaling equals, and a reward scheme the segmentation's slots define (its facts)."""
+    from remark.algos import registry
+
+    meta = registry.spec(kind, name).meta
+    if kind == "scale":
+        return {"scale_rewards": meta["trl"]}
+    if kind == "segmentation" and meta["schemes"] != "all":
+        return {"reward_scheme": meta["schemes"][0]}
+    return {}
 
 
 @pytest.mark.parametrize(("name", "kind"), KIND_FIELDS.items())
 def test_a_field_help_lists_every_registered_name_of_its_kind_with_its_help(name, kind):
-    import dataclasses
-
     from remark.algos import registry
 
-    help_ = {f.name: f.metadata["help"] for f in dataclasses.fields(RemarkGRPOConfig)}[name]
+    help_ = _field_helps()[name]
     assert f"(registry kind '{kind}'): " in help_
     for d in registry.describe(kind):
         assert f"'{d.name}': {d.help}" in help_
-    for n in registry.names(kind):  # and each is a valid value (the published slots define responder only)
-        extra = {"reward_scheme": "responder"} if (kind, n) == ("segmentation", "newlines") else {}
-        make(**{name: n, "scale_rewards": n} if kind == "scale" else {name: n}, loss_type="dapo", **extra)
+    for n in registry.names(kind):  # and each is a valid value
+        make(**{name: n}, loss_type="dapo", **_valid_with(kind, n))
 
 
 def test_reward_scheme_and_scale_rewards_help_texts():
-    import dataclasses
+    from remark.algos import registry
 
-    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(RemarkGRPOConfig)}
-    assert helps["reward_scheme"] == (
-        "Per-rank reward (registry kind 'reward'): "
-        "'marginal': a slot earns c_i / n_x, the share of responders who named its item (responder's reward "
-        "averaged over the draw); "
-        "'responder': Rank-GRPO (exp_inf): a slot earns 1 if the responder drawn for its group named its item; "
-        "'responder_rb': Rank-GRPO's responder reward for every responder, scaled per responder and averaged "
-        "(its update, Rao-Blackwellised); "
-        "'union': ReMaRk: a slot earns 1 if any responder named its item."
+    helps = _field_helps()
+    entries = "; ".join(f"'{d.name}': {d.help}" for d in registry.describe("reward"))
+    assert helps["reward_scheme"] == f"Per-rank reward (registry kind 'reward'): {entries}."
+    # the default scheme is documented as ReMaRk's, the published one as Rank-GRPO's
+    assert "'union': ReMaRk: a slot earns 1 if any responder named its item" in helps["reward_scheme"]
+    assert "'responder': Rank-GRPO (exp_inf)" in helps["reward_scheme"]
+    trl = ", ".join(repr(registry.spec("scale", n).meta["trl"]) for n in registry.names("scale"))
+    assert (
+        helps["scale_rewards"]
+        == f"Must equal advantage_scaling, TRL's value of the same name: {trl} (required)."
     )
-    assert helps["scale_rewards"] == (
-        "Must equal advantage_scaling, TRL's value of the same name: 'batch', 'group', 'none' (required)."
-    )
+    assert "'group'" in trl  # Rank-GRPO's scaling is one of them
 
 
 def test_batch_not_divisible_by_group_size_fails_before_any_model_loads():

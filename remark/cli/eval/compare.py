@@ -67,18 +67,9 @@ def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
 
 
 def _grounding_used(settings: dict) -> dict | None:
-    """The grounding a result was scored with (results written before the contract: their ``match``)."""
+    """The grounding a result was scored with (``settings.grounding.used``), None where it records none."""
     g = settings.get("grounding")
-    if isinstance(g, dict) and isinstance(g.get("used"), dict):
-        return g["used"]
-    return {"match_mode": settings["match"]} if isinstance(settings.get("match"), str) else None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal, or (grounding dicts) equal on the fields both record."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return all(a[k] == b[k] for k in set(a) & set(b))
-    return a == b
+    return g["used"] if isinstance(g, dict) and isinstance(g.get("used"), dict) else None
 
 
 def _sides(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
@@ -130,7 +121,7 @@ def _check_alike(runs: list[tuple[str, dict]]) -> None:
         recorded = [(label, get(settings)) for label, settings in runs if get(settings) is not None]
         for label, value in recorded[1:]:
             first, v0 = recorded[0]
-            if not _same(v0, value):
+            if v0 != value:
                 shown = (v0[:12], value[:12]) if key == "dataset" else (v0, value)
                 raise InputError(
                     f"{first} and {label} were scored with different {key} ({shown[0]} vs {shown[1]})"

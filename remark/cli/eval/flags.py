@@ -121,6 +121,6 @@ def emit(result: dict, args: argparse.Namespace, markdown: str) -> None:
 
 
 def grounding_notes(result: dict) -> None:
-    """Print the result's grounding notes (a legacy dataset, settings that differ from the dataset's)."""
+    """Print the result's grounding notes (settings that differ from the dataset's)."""
     for line in result.get("settings", {}).get("grounding", {}).get("notes", []):
         print(line, file=sys.stderr)

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -75,10 +76,11 @@ def test_none_scale_and_errors():
         diagnose(_requests(), {"x1": lists[0]}, group_size=2, k=1)
     with pytest.raises(ValueError, match="group_size must be >= 2"):
         diagnose(_requests(), lists, group_size=1, k=1)
+    drawing = next(d.name for d in registry.describe("reward") if d.meta["draws"])
     with pytest.raises(
-        ValueError, match=r"one of \['marginal', 'union'\] \(per-list schemes with no responder"
+        ValueError, match=re.escape(f"one of {pass_rate_schemes()} (per-list schemes with no responder")
     ):
-        diagnose(_requests(), lists, group_size=2, k=1, pass_rate_scheme="responder")
+        diagnose(_requests(), lists, group_size=2, k=1, pass_rate_scheme=drawing)
 
 
 def test_marginal_pass_rates():
@@ -88,9 +90,9 @@ def test_marginal_pass_rates():
 
 
 def test_pass_rate_schemes_are_the_per_list_schemes_without_a_draw():
-    assert pass_rate_schemes() == ["marginal", "union"]
     want = [d.name for d in registry.describe("reward") if d.meta["output"] == "list" and not d.meta["draws"]]
     assert pass_rate_schemes() == want
+    assert "union" in want and "responder" not in want  # ReMaRk's reward qualifies; Rank-GRPO's draws
 
 
 def test_help_lists_every_registered_scheme_without_torch():
@@ -106,7 +108,8 @@ def test_help_lists_every_registered_scheme_without_torch():
     assert text.endswith(" False")  # torch was never imported
     for d in registry.describe("reward"):
         assert f"'{d.name}': {d.help.split()[0]}" in text
-    assert "--pass-rate-scheme {marginal,union}" in text and "--scale {batch,group,none}" in text
+    assert f"--pass-rate-scheme {{{','.join(pass_rate_schemes())}}}" in text
+    assert f"--scale {{{','.join(registry.names('scale'))}}}" in text
 
 
 def test_popularity_prior_and_lists():
@@ -164,12 +167,7 @@ def test_cli_popularity_json_and_pass_rates(dataset, tmp_path, capsys):
     args = ["diagnose", str(dataset), "--policy", "popularity", "--group-size", "4", "--k", "3", "--json"]
     assert main([*args, "--pass-rates-out", str(pr)]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["n_requests"] == 3 and set(report["schemes"]) == {
-        "marginal",
-        "responder",
-        "responder_rb",
-        "union",
-    }
+    assert report["n_requests"] == 3 and set(report["schemes"]) == set(registry.names("reward"))
     # unions: q1 apple banana kiwi pear, q2 red blue teal, q3 dog cat fish; c = 1: kiwi pear teal fish
     assert report["single_vote_share"] == pytest.approx(4 / 10)
     rates = read_pass_rates(pr)

@@ -195,11 +195,17 @@ def test_out_folder_not_written_by_a_demo_is_refused(tmp_path, capsys):
     assert (tmp_path / "mine.txt").read_text() == "keep me" and sorted(
         p.name for p in tmp_path.iterdir()
     ) == ["mine.txt"]
-    # a demo output from before the ownership marker (its own settings file) may be replaced
-    legacy = tmp_path / "legacy"
-    legacy.mkdir()
-    (legacy / "demo_settings.json").write_text("{}")
-    check_out(legacy)
+    # a folder that looks like a demo output (its settings file) but carries no ownership marker was not
+    # written by remark demo: refused unless --force, and left as it was
+    unmarked = tmp_path / "unmarked"
+    unmarked.mkdir()
+    (unmarked / "demo_settings.json").write_text("{}")
+    capsys.readouterr()
+    assert main(["demo", "--fast", "--out", str(unmarked)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "remark did not write" in err and "--force" in err
+    assert "Traceback" not in err and sorted(p.name for p in unmarked.iterdir()) == ["demo_settings.json"]
+    check_out(unmarked, force=True)
 
 
 def test_methods_differ_only_in_reward_and_sampling(tmp_path):

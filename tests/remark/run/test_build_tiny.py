@@ -106,16 +106,19 @@ def test_a_failed_rebuild_with_new_settings_is_not_trusted_for_the_old_ones(tmp_
     assert json.loads((root / "build.json").read_text()) == build_tiny_cfg(first)
 
 
-def test_folders_of_an_older_build_are_replaced_only_under_its_stamp(tmp_path):
+def test_a_folder_without_its_marker_is_refused_even_under_a_matching_stamp(tmp_path):
+    """build.json vouches for the settings, not for who wrote a folder: a model folder without the
+    ownership marker is refused before any work, and nothing in assets/ changes."""
     root = tmp_path / "run" / "assets"
     (root / "sft_model").mkdir(parents=True)
-    (root / "sft_model" / "config.json").write_text("{}")  # an older remark's half-written model, no marker
-    with pytest.raises(InputError, match="did not write") as err:
-        build_tiny_assets(config(tmp_path / "run"))  # no build.json: nothing says build_tiny wrote it
-    assert err.value.field == "build_tiny" and (root / "sft_model" / "config.json").read_text() == "{}"
+    (root / "sft_model" / "config.json").write_text("{}")  # a model folder build_tiny did not write
     (root / "build.json").write_text(json.dumps(build_tiny_cfg(config(tmp_path / "run"))))
-    _, sft_dir = build_tiny_assets(config(tmp_path / "run"))  # stamp matches, but the folder has no marker
-    assert output_kind(sft_dir) == "sft" and (sft_dir / "model.safetensors").is_file()
+    before = snapshot(root)
+    with pytest.raises(InputError, match="did not write") as err:
+        build_tiny_assets(config(tmp_path / "run"))
+    assert err.value.field == "build_tiny" and err.value.path == str(root / "sft_model")
+    assert "move it away (build_tiny rebuilds it)" in str(err.value)
+    assert snapshot(root) == before
 
 
 def build_tiny_cfg(cfg: SimpleNamespace) -> dict:

@@ -16,7 +16,6 @@ from remark.step.checkpoint import (
     COMPLETE_MARKER,
     checkpoint_problem,
     file_sha256,
-    inspect_checkpoint,
     load_optimizer_state,
     load_rng_state,
     rotate_checkpoints,
@@ -176,7 +175,7 @@ def test_incomplete_checkpoints_are_named_for_what_is_wrong(tmp_path, case):
 
 def test_a_complete_checkpoint_lists_its_files_sizes_and_hashes(tmp_path):
     folder = _complete(tmp_path / "checkpoint-2")
-    assert inspect_checkpoint(folder) == (None, None)
+    assert checkpoint_problem(folder) is None
     marker = json.loads((folder / COMPLETE_MARKER).read_text())
     assert (marker["format"], marker["step"]) == (2, 2)
     names = ["model.safetensors", "optimizer.safetensors", "trainer_state.json"]
@@ -194,38 +193,40 @@ def test_damage_that_keeps_sizes_passes_the_cheap_check_only(tmp_path):
     assert "sha256" in checkpoint_problem(tmp_path / "checkpoint-4")
 
 
-def test_a_marker_without_hashes_is_checked_by_size_and_trial_read_and_says_so(tmp_path):
-    folder = _complete(tmp_path / "checkpoint-2")
+def test_a_marker_of_another_format_is_unreadable_and_its_checkpoint_skipped(tmp_path):
+    """A marker that records sizes alone cannot vouch for the content: the checkpoint is not resumed from."""
+    _complete(tmp_path / "checkpoint-2")
+    folder = _complete(tmp_path / "checkpoint-4", step=4)
     marker = json.loads((folder / COMPLETE_MARKER).read_text())
-    old = {
-        "step": 2,
+    sizes_only = {
+        "step": 4,
         "saved_at": marker["saved_at"],
         "files": {n: e["size"] for n, e in marker["files"].items()},
     }
-    (folder / COMPLETE_MARKER).write_text(json.dumps(old))
-    problem, note = inspect_checkpoint(folder)
-    assert problem is None
-    assert note == (
-        f"checkpoint-2's {COMPLETE_MARKER} records sizes only (written before remark recorded hashes): "
-        "checked sizes and a trial read of its JSON files and safetensors headers, not content hashes"
+    (folder / COMPLETE_MARKER).write_text(json.dumps(sizes_only))
+    assert checkpoint_problem(folder) == f"{COMPLETE_MARKER} is unreadable: missing (field 'format')"
+    (folder / COMPLETE_MARKER).write_text(json.dumps({**sizes_only, "format": 1}))
+    assert checkpoint_problem(folder) == (
+        f"{COMPLETE_MARKER} is unreadable: format 1, not 2 (a size and a sha256 per file) (field 'format')"
     )
-    _overwrite(folder / "trainer_state.json", 0, b"[")  # the trial read still finds this
-    assert inspect_checkpoint(folder)[0].startswith("trainer_state.json is unreadable: not valid JSON")
-    _overwrite(folder / "trainer_state.json", 0, b"{")
-    _overwrite(folder / "model.safetensors", -4, b"\xff\xff\xff\xff")  # and without hashes, this not
-    assert inspect_checkpoint(folder)[0] is None
+    chosen, skipped = select_checkpoint(tmp_path)
+    assert chosen == tmp_path / "checkpoint-2" and [p.name for p, _ in skipped] == ["checkpoint-4"]
 
 
 @pytest.mark.parametrize(
     ("marker", "field"),
     [
-        ({"step": 2, "saved_at": 1.0}, "files"),
-        ({"step": "2", "saved_at": 1.0, "files": {}}, "step"),
+        ({"format": 2, "step": 2, "saved_at": 1.0}, "files"),
+        ({"format": 2, "step": "2", "saved_at": 1.0, "files": {}}, "step"),
         (
-            {"step": 2, "saved_at": 1.0, "files": {"model.safetensors": {"size": 4}}},
+            {"format": 2, "step": 2, "saved_at": 1.0, "files": {"model.safetensors": {"size": 4}}},
             "files.model.safetensors.sha256",
         ),
-        ({"step": 2, "saved_at": 1.0, "files": {"a": {"size": 4, "sha256": "abc"}}}, "files.a.sha256"),
+        (
+            {"format": 2, "step": 2, "saved_at": 1.0, "files": {"a": {"size": 4, "sha256": "abc"}}},
+            "files.a.sha256",
+        ),
+        ({"format": 2, "step": 2, "saved_at": 1.0, "files": {"a": 4}}, "files.a"),
     ],
 )
 def test_a_marker_with_a_missing_or_mistyped_field_names_it(tmp_path, marker, field):
