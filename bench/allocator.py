@@ -45,12 +45,12 @@ from typing import Any
 
 from flags import add_output_flags, bench_parser, check_json_output, run_script
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file, atomic_write
+from catalog.io.outputs import JSON_FORMATS, atomic_file, atomic_write
 from remark.demo.runs import grid_jobs
 from remark.demo.settings import default_settings
 from remark.demo.worker_env import ALLOCATOR_ENV, ISA_ENV, cpu_info, worker_env
 
-#: the ``catalog.shared.outputs.atomic_file`` kind of ``--json``.
+#: the ``catalog.io.outputs.atomic_file`` kind of ``--json``.
 JSON_KIND = "bench-allocator"
 MODES = ("default", "kept")
 #: ``--setting`` -> the worker environment's variables it compares.

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import JSON_FORMATS, check_output_file
+from catalog.io.errors import InputError
+from catalog.io.outputs import JSON_FORMATS, check_output_file
 
 
 class BenchParser(argparse.ArgumentParser):

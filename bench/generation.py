@@ -55,7 +55,7 @@ from flags import add_output_flags, bench_parser, check_json_output, run_script
 from gpu_check import cb_config
 from timed_steps import World, build_world, common_args, median_of, timed_run
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file
+from catalog.io.outputs import JSON_FORMATS, atomic_file
 from data_prep.dataset import load_dataset
 from remark.config.tiny import TinySpec
 from remark.run.sampling import training_dataset
@@ -130,7 +130,7 @@ def transformers_path(model: Any, tok: Any, ids: list[list[int]], g: int, n: int
 def vllm_path(model_dir: Path, ids: list[list[int]], g: int, n: int, reps: int, compiled: bool):
     from vllm import LLM, SamplingParams
 
-    from remark.step.vllm_sync import SINGLE_PROCESS_RANKS, single_process_rendezvous
+    from remark.step.colocated_engine import SINGLE_PROCESS_RANKS, single_process_rendezvous
 
     for key, value in SINGLE_PROCESS_RANKS.items():  # what TRL's colocate sets
         os.environ.setdefault(key, value)
@@ -281,7 +281,7 @@ def world_for(model: str, a: argparse.Namespace) -> World:
     return World(load_dataset(Path(a.work_dir) / "tiny" / "data"), path, {"model": str(path)})
 
 
-#: the ``catalog.shared.outputs.atomic_file`` kind of ``--json``.
+#: the ``catalog.io.outputs.atomic_file`` kind of ``--json``.
 JSON_KIND = "bench-generation"
 
 

@@ -78,11 +78,11 @@ import torch
 from flags import bench_parser, run_script
 from timed_steps import KINDS, build_world, common_args, median_of, timed_run
 
-from catalog.shared.outputs import atomic_file, check_output_file
+from catalog.io.outputs import atomic_file, check_output_file
 from remark.config.tiny import TinySpec
 from remark.run.tiny_model import realistic_spec
 
-#: the ``catalog.shared.outputs.atomic_file`` kind of the files under ``--out``.
+#: the ``catalog.io.outputs.atomic_file`` kind of the files under ``--out``.
 OUTPUT_KIND = "gpu-check"
 OUTPUT_FILES = ("results.json", "profile.json", "summary.md")
 

@@ -67,10 +67,10 @@ from flags import add_output_flags, bench_parser, check_json_output, run_script
 from scoring_worker import FIELDS, digest
 from scoring_workloads import GROUP, K, Workload, build_tokenizer
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file
+from catalog.io.outputs import JSON_FORMATS, atomic_file
 from catalog.table import Catalog, load_catalog
 
-#: the ``catalog.shared.outputs.atomic_file`` kind of ``--json``.
+#: the ``catalog.io.outputs.atomic_file`` kind of ``--json``.
 JSON_KIND = "bench-scoring"
 
 STAGES = ("decode_offsets", "parse", "ground", "rewards", "token_ranks")

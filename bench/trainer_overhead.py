@@ -59,10 +59,10 @@ from flags import add_output_flags, bench_parser, check_json_output, run_script
 from gpu_check import profile_points, run_one
 from timed_steps import KINDS, World, build_world, common_args, median_of, timed_run
 
-from catalog.shared.outputs import JSON_FORMATS, atomic_file
+from catalog.io.outputs import JSON_FORMATS, atomic_file
 from remark.config.tiny import TinySpec
 
-#: the ``catalog.shared.outputs.atomic_file`` kinds of ``--json`` and ``--profile-out``.
+#: the ``catalog.io.outputs.atomic_file`` kinds of ``--json`` and ``--profile-out``.
 JSON_KIND, PROFILE_KIND = "bench-overhead", "bench-profile"
 
 

@@ -6,7 +6,7 @@ Public names (docs/architecture.md, "catalog/"): :class:`Catalog`, :func:`load_c
 title equivalence), :class:`InputError`, and the atomic output
 helpers :func:`atomic_write`, :func:`atomic_dir` with :func:`read_table`.
 
-The names are imported on first use (PEP 562 ``__getattr__``), not here: ``from catalog.shared.errors import
+The names are imported on first use (PEP 562 ``__getattr__``), not here: ``from catalog.io.errors import
 InputError`` (every CLI module) then loads neither polars, numpy nor rapidfuzz, so ``remark --help`` stays
 light.
 """
@@ -20,10 +20,10 @@ from catalog._lazy import lazy_exports
 #: public name -> the module that defines it
 _LAZY_EXPORTS: dict[str, str] = {
     "tolerance_groups": "catalog.equivalence",
-    "InputError": "catalog.shared.errors",
-    "atomic_dir": "catalog.shared.outputs",
-    "atomic_write": "catalog.shared.outputs",
-    "read_table": "catalog.shared.files",
+    "InputError": "catalog.io.errors",
+    "atomic_dir": "catalog.io.outputs",
+    "atomic_write": "catalog.io.outputs",
+    "read_table": "catalog.io.files",
     "DEFAULT_SCORER": "catalog.match",
     "DEFAULT_THRESHOLD": "catalog.match",
     "GroundingSettings": "catalog.match",
@@ -41,12 +41,12 @@ _LAZY_EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:
     from catalog.equivalence import tolerance_groups
+    from catalog.io.errors import InputError
+    from catalog.io.files import read_table
+    from catalog.io.outputs import atomic_dir, atomic_write
     from catalog.match import DEFAULT_SCORER, DEFAULT_THRESHOLD, GroundingSettings, Match, Matcher
     from catalog.normalize import normalize_title, split_title_year
     from catalog.parse import ParsedLine, parse_line, parse_list
-    from catalog.shared.errors import InputError
-    from catalog.shared.files import read_table
-    from catalog.shared.outputs import atomic_dir, atomic_write
     from catalog.table import CATALOG_SCHEMA, Catalog, load_catalog
 
 

@@ -68,6 +68,7 @@ from catalog.index import (
     raw_key,
     subtitle_heads,
 )
+from catalog.io.errors import InputError
 from catalog.lists import ParsedLists
 from catalog.normalize import normalize_title
 from catalog.parse import ParsedLine
@@ -79,7 +80,6 @@ from catalog.settings import (
     GroundingSettings,
     Mode,  # noqa: F401  (re-exported)
 )
-from catalog.shared.errors import InputError
 from catalog.table import Catalog
 
 __all__ = [

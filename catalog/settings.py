@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from rapidfuzz import fuzz
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 __all__ = ["DEFAULT_SCORER", "DEFAULT_THRESHOLD", "MATCH_MODES", "SCORERS", "GroundingSettings"]
 

@@ -32,9 +32,9 @@ from typing import Literal
 
 import polars as pl
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import BOM, read_json, read_table, table_format
-from catalog.shared.outputs import atomic_write
+from catalog.io.errors import InputError
+from catalog.io.files import BOM, read_json, read_table, table_format
+from catalog.io.outputs import atomic_write
 
 __all__ = ["CATALOG_SCHEMA", "Catalog", "load_catalog"]
 

@@ -36,7 +36,7 @@ def read_card_header(text: str) -> dict[str, Any]:
     if not text.startswith("---\n"):
         return {}
     end = text.index("\n---\n", 3)
-    from catalog.shared.yaml_files import load_yaml
+    from catalog.io.yaml_files import load_yaml
 
     return load_yaml(text[4 : end + 1], what="card header") or {}
 

@@ -11,7 +11,7 @@ Each parquet file holds exactly its schema's columns: one with other columns is 
     meta.json               source, domain, has_years, instruction_included, grounding (+ how it was prepared)
     stats.json              data_prep.stats.dataset_stats, plus "prep": what was skipped or noted
 
-The directory is written with ``catalog.shared.outputs.atomic_dir`` as a ``"prep"`` output (its marker,
+The directory is written with ``catalog.io.outputs.atomic_dir`` as a ``"prep"`` output (its marker,
 ``.remark-output.json``, says so): a killed run leaves the old directory or none, and an existing folder
 that is not an earlier dataset, or that is or holds one of the inputs, is refused.
 
@@ -37,20 +37,20 @@ from typing import Any
 
 import polars as pl
 
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_dir
 from catalog.match import GroundingSettings
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_dir
 from catalog.table import Catalog, load_catalog
 from data_prep.card import dataset_card
 from data_prep.pool import expand_responders
 from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
 from data_prep.stats import dataset_stats
 
-#: the ``catalog.shared.outputs.atomic_dir`` kind of a dataset directory.
+#: the ``catalog.io.outputs.atomic_dir`` kind of a dataset directory.
 DATASET_KIND = "prep"
 FILES = ("requests.parquet", "responder_rows.parquet", "catalog.parquet", "meta.json", "stats.json")
 META_KEYS = ("source", "domain", "has_years", "instruction_included")
-#: what ``meta.json`` must hold (``catalog.shared.files.check_fields``), and what it may
+#: what ``meta.json`` must hold (``catalog.io.files.check_fields``), and what it may
 META_SCHEMA = {
     "source": str,
     "domain": str,
@@ -103,7 +103,7 @@ def write_dataset(
     responder rows and left out of ``requests.parquet``). ``grounding`` is the matcher's settings
     (``matcher.settings``), written as ``meta["grounding"]``.
     ``inputs`` (the files it was read from) are never replaced; ``force`` replaces a folder that is not an
-    earlier dataset (``catalog.shared.outputs.atomic_dir``).
+    earlier dataset (``catalog.io.outputs.atomic_dir``).
     A dataset card (``README.md``, ``data_prep.card``) with the pooled statistics goes in the same folder;
     ``command`` (the command line that wrote it) is recorded in the card and in ``meta["command"]``.
     """
@@ -184,7 +184,7 @@ def load_dataset(directory: str | Path) -> PooledDataset:
 def read_meta(directory: str | Path) -> dict[str, Any]:
     """``meta.json`` of a dataset directory, checked (``META_SCHEMA``; ``domain`` one of ``DOMAINS``):
     every problem is an ``InputError`` naming the file and the field."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
     from data_prep.schema import DOMAINS
 
     path = Path(directory) / "meta.json"
@@ -199,7 +199,7 @@ def read_meta(directory: str | Path) -> dict[str, Any]:
 def read_stats(directory: str | Path) -> dict[str, Any] | None:
     """``stats.json`` of a dataset directory (None when there is none), checked where commands read it
     (``STATS_OPTIONAL``, ``prep``'s ``PREP_OPTIONAL``): problems name the file and the field."""
-    from catalog.shared.files import check_fields, read_json
+    from catalog.io.files import check_fields, read_json
 
     path = Path(directory) / "stats.json"
     if not path.exists():

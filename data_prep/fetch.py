@@ -1,7 +1,7 @@
 """Download public datasets for users with internet access (``remark data fetch``). Never run in tests.
 
 Files are pinned to an upstream commit and checked against the sha256 recorded when the project's
-shared copy was made (where known). ``--out`` is an owned folder output (``catalog.shared.outputs.atomic_dir``,
+shared copy was made (where known). ``--out`` is an owned folder output (``catalog.io.outputs.atomic_dir``,
 kind ``fetch``): every file is downloaded and checked into a temporary folder beside it, which is swapped in
 only once all are there, so a failed download (network, checksum, full disk) leaves the previous state
 (nothing, or the earlier fetch) untouched. An existing ``--out`` is replaced only when it is empty or an
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_dir, check_output_dir
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_dir, check_output_dir
 
-#: the ``catalog.shared.outputs.atomic_dir`` kind of a ``remark data fetch --out`` folder.
+#: the ``catalog.io.outputs.atomic_dir`` kind of a ``remark data fetch --out`` folder.
 FETCH_KIND = "fetch"
 
 
@@ -70,9 +70,9 @@ DATASETS: dict[str, list[Remote]] = {
 
 
 def fetch(name: str, out_dir: str | Path, **kwargs: Any) -> list[Path]:
-    """:func:`_fetch` holding ``out_dir``'s writer lock throughout (``catalog.shared.locks``: a second
+    """:func:`_fetch` holding ``out_dir``'s writer lock throughout (``catalog.io.locks``: a second
     command writing it is refused, exit 2). The arguments are :func:`_fetch`'s."""
-    from catalog.shared.locks import output_lock
+    from catalog.io.locks import output_lock
 
     if name not in DATASETS:  # refused before the lock makes a folder
         raise InputError(f"unknown dataset {name!r}", field="name", hint=f"use one of {', '.join(DATASETS)}")

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 ADAPTER_CONFIG = "adapter_config.json"
 PEFT_HINT = "pip install 'remark[lora]' (or pip install peft)"
@@ -78,7 +78,7 @@ def adapter_base(path: str | Path, base: str | Path | None = None) -> str:
     path = Path(path)
     if base is not None:
         return str(base)
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     cfg_path = path / ADAPTER_CONFIG
     cfg = read_json(cfg_path, optional={"base_model_name_or_path": (str, None)}, what="adapter config")
@@ -121,9 +121,9 @@ MODEL_JSON_FILES = (
 def check_model_files(path: str | Path, *, field: str | None = None) -> None:
     """A trial read of what ``from_pretrained`` will read in the folder ``path``: each of
     :data:`MODEL_JSON_FILES` present must be UTF-8 JSON holding an object, and each safetensors file a
-    sound header (``catalog.shared.files.safetensors_problem``); else ``InputError`` naming the file
+    sound header (``catalog.io.files.safetensors_problem``); else ``InputError`` naming the file
     (transformers' own errors are a ``JSONDecodeError`` or "header too large" several frames deep)."""
-    from catalog.shared.files import read_json, safetensors_problem
+    from catalog.io.files import read_json, safetensors_problem
 
     path = Path(path)
     hint = "the model folder is damaged: save it again (save_pretrained), or copy it again"
@@ -156,7 +156,7 @@ def check_safetensors(path: str | Path, *, field: str | None = None) -> None:
     if adapter:
         found = (path / "adapter_model.safetensors").is_file()
     elif index.is_file():
-        from catalog.shared.files import read_json
+        from catalog.io.files import read_json
 
         shards = read_json(index, optional={"weight_map": dict}, what="safetensors index")
         missing = sorted(
@@ -276,9 +276,9 @@ def merge_adapter(
 ) -> Path:
     """Write the merged model (safetensors) and the tokenizer to ``out``, atomically; returns ``out``.
 
-    ``out`` is an owned folder (``catalog.shared.outputs.atomic_dir``, kind ``merged-model``): new, empty or
+    ``out`` is an owned folder (``catalog.io.outputs.atomic_dir``, kind ``merged-model``): new, empty or
     an earlier merge (``force``: any folder but the adapter or the base), refused before anything loads."""
-    from catalog.shared.outputs import atomic_dir, check_output_dir
+    from catalog.io.outputs import atomic_dir, check_output_dir
 
     if not is_adapter_dir(path):
         raise InputError("not an adapter folder (no adapter_config.json)", path=path, field="--adapter")

@@ -8,7 +8,7 @@ validation curve or a steps-to-reach fraction is a function of per-step sums. So
 evaluates the statistic from the resampled column sums ``counts_BN @ columns_NC``: a bincount and one BLAS
 matmul per batch, however many metrics (M) are bootstrapped together on the same resamples. Memory: the
 batches are bounded, the bootstrap distribution is M x B floats; a B whose distribution would not fit
-(:func:`bootstrap_memory`, ``catalog.shared.memory``) is refused before resampling.
+(:func:`bootstrap_memory`, ``catalog.io.memory``) is refused before resampling.
 
 Rank-GRPO reports no CIs; this module is new. Degenerate cases: when a statistic's bootstrap distribution
 is constant (e.g. every request scores 0), BCa is undefined and the interval is set to the point
@@ -121,7 +121,7 @@ def bootstrap_sums(
         raise ValueError(f"columns_NC must be 2-D (N requests, C columns), got shape {cols.shape}")
     n = cols.shape[0]
     estimate = np.asarray(statistic(cols.sum(0, keepdims=True)), dtype=np.float64)[0]
-    from catalog.shared.memory import check_fits
+    from catalog.io.memory import check_fits
 
     check_fits(
         bootstrap_memory(estimate.size, config.n_resamples),

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.prompts import build_messages
 
 Engine = Literal["auto", "transformers", "vllm"]
@@ -391,9 +391,9 @@ def check_generation_memory(
     completion on the host (:func:`completions_memory`, naming ``--num-samples``), and the largest
     ``generate`` call (:func:`kv_cache_bytes`: ``batch_size`` prompts x ``num_samples`` sequences of the
     longest prompt + the cap) beside the weights, against the CUDA device's free memory or, on CPU, the
-    host limit (``catalog.shared.memory``), naming ``--batch-size``."""
-    from catalog.shared.files import read_json
-    from catalog.shared.memory import check_fits, format_bytes, memory_limit
+    host limit (``catalog.io.memory``), naming ``--batch-size``."""
+    from catalog.io.files import read_json
+    from catalog.io.memory import check_fits, format_bytes, memory_limit
 
     n = len(prompt_tokens)
     check_fits(
@@ -465,7 +465,7 @@ def generate_lists(
         config_dir = Path(adapter_base(model_dir, adapter.base)) if is_adapter_dir(model_dir) else model_dir
         check_generation_memory(model_dir, config_dir if config_dir.is_dir() else model_dir, lengths, cfg)
     else:
-        from catalog.shared.memory import check_fits
+        from catalog.io.memory import check_fits
 
         check_fits(
             completions_memory(len(texts), cfg),

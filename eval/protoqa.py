@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import iter_jsonl, read_text
-from catalog.shared.outputs import JSONL_FORMATS, atomic_file, check_output_file
+from catalog.io.errors import InputError
+from catalog.io.files import iter_jsonl, read_text
+from catalog.io.outputs import JSONL_FORMATS, atomic_file, check_output_file
 
 
 def _check_list(answers: object, path: Path, row: int | None, qid: str) -> list[str]:
@@ -64,14 +64,14 @@ def read_protoqa_predictions(path: str | Path) -> dict[str, list[str]]:
     return out
 
 
-#: the ``catalog.shared.outputs.atomic_file`` kind of ``remark eval convert-protoqa --out``.
+#: the ``catalog.io.outputs.atomic_file`` kind of ``remark eval convert-protoqa --out``.
 CONVERT_KIND = "protoqa-predictions"
 
 
 def convert_protoqa_predictions(src: str | Path, dest: str | Path, *, force: bool = False) -> int:
     """Write ``src`` (ProtoQA format) as our predictions JSONL at ``dest``; returns the count.
 
-    ``dest`` is an owned single file (``catalog.shared.outputs.atomic_file``, kind ``protoqa-predictions``):
+    ``dest`` is an owned single file (``catalog.io.outputs.atomic_file``, kind ``protoqa-predictions``):
     a ``.jsonl`` path that is not ``src``; an existing file is replaced only when it is an earlier conversion
     (or with ``force``). A refusal (``InputError``) comes before anything is read."""
     check = dict(formats=JSONL_FORMATS, inputs=[src], force=force)

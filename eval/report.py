@@ -2,7 +2,7 @@
 
 Plots use matplotlib's object API on the Agg canvas (``matplotlib.figure.Figure``; no pyplot, no global
 backend state), in the format their extension names (``.png``, ``.pdf``, ``.svg``; any other is refused),
-written atomically: ``catalog.shared.outputs.atomic_write`` inside an output folder, or, given a ``kind``,
+written atomically: ``catalog.io.outputs.atomic_write`` inside an output folder, or, given a ``kind``,
 as an owned single file (``atomic_file``: never an input, an existing file only when remark wrote it as that
 kind, or with ``force``). Tables say how the numbers were
 made (compaction, matching, CI method), since Rank-GRPO-comparable and union numbers differ. Slot-filter
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from catalog.shared.outputs import PLOT_FORMATS, atomic_file, atomic_write, file_format
-from catalog.shared.versions import versions_line
+from catalog.io.outputs import PLOT_FORMATS, atomic_file, atomic_write, file_format
+from catalog.io.versions import versions_line
 from eval.metric_registry import metric_rank
 from eval.steps import Curve
 from eval.views import ALL_VIEWS

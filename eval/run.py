@@ -1,7 +1,7 @@
 """``remark eval run``: generate lists for a split, ground, score, bootstrap, write every output atomically.
 
 Outputs in ``out_dir``, written together into one temporary folder and swapped in once complete
-(``catalog.shared.outputs.atomic_dir``, kind ``"eval-run"``; ``remark eval score --out`` writes kind ``"eval-score"``):
+(``catalog.io.outputs.atomic_dir``, kind ``"eval-run"``; ``remark eval score --out`` writes kind ``"eval-score"``):
 a killed run leaves the previous complete folder or none, never files of two runs side by side, and a
 folder that is not an earlier output of the same command is refused before any generation:
 
@@ -44,10 +44,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_dir, check_output_dir
 from catalog.lists import parse_lists
 from catalog.match import GroundingSettings, Matcher
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_dir, check_output_dir
 from data_prep.dataset import dataset_identity, load_dataset
 from eval.adapters import adapter_base, is_adapter_dir
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
@@ -110,7 +110,7 @@ def lists_markdown(shape: dict[str, Any], title: str) -> str:
     )
 
 
-#: ``catalog.shared.outputs.atomic_dir`` kinds of the two output folders.
+#: ``catalog.io.outputs.atomic_dir`` kinds of the two output folders.
 SCORE_KIND = "eval-score"
 RUN_KIND = "eval-run"
 
@@ -138,7 +138,7 @@ METRICS_OPTIONAL = {"settings": dict, "sampled": {"settings": dict}, "per_respon
 def read_metrics(folder: str | Path) -> dict[str, Any]:
     """``folder/metrics.json`` (an ``eval run`` or ``eval score --out`` output), checked
     (``METRICS_SCHEMA``, ``METRICS_OPTIONAL``): a damaged one is an ``InputError`` naming the field."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     return read_json(
         Path(folder) / "metrics.json",
@@ -172,9 +172,9 @@ def write_score_outputs(
 def evaluate_model(
     model_dir: str | Path, data_dir: str | Path, out_dir: str | Path, **kwargs: Any
 ) -> dict[str, Any]:
-    """:func:`_evaluate_model` holding ``out_dir``'s writer lock throughout (``catalog.shared.locks``: a
+    """:func:`_evaluate_model` holding ``out_dir``'s writer lock throughout (``catalog.io.locks``: a
     second command writing it is refused, exit 2). The arguments are :func:`_evaluate_model`'s."""
-    from catalog.shared.locks import output_lock
+    from catalog.io.locks import output_lock
 
     with output_lock(out_dir):
         return _evaluate_model(model_dir, data_dir, out_dir, **kwargs)

@@ -42,11 +42,11 @@ from typing import Any, Literal
 
 import polars as pl
 
+from catalog.io.errors import InputError
+from catalog.io.files import iter_jsonl
+from catalog.io.versions import package_versions
 from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_line
-from catalog.shared.errors import InputError
-from catalog.shared.files import iter_jsonl
-from catalog.shared.versions import package_versions
 from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding, dataset_identity
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.leakage import overlap_against_train

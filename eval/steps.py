@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import iter_jsonl
+from catalog.io.errors import InputError
+from catalog.io.files import iter_jsonl
 from eval.bootstrap import BootstrapConfig, bootstrap_sums, intervals
 from eval.views import split_key, weight_column, weights_for
 
@@ -138,7 +138,7 @@ def step_values_path(run_dir: str | Path, step: int) -> Path:
 
 def read_step_values(run_dir: str | Path, step: int, key: str) -> pl.DataFrame | None:
     """Per-request values of ``key`` at ``step`` (None when the run did not write them)."""
-    from catalog.shared.files import read_table
+    from catalog.io.files import read_table
 
     path = step_values_path(run_dir, step)
     if not path.is_file():

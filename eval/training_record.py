@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from catalog.io.errors import InputError
 from catalog.match import GroundingSettings
-from catalog.shared.errors import InputError
 
 #: the run files that record a run's grounding, in the order they are read (the first one found wins)
 RECORDS = ("train_summary.json", "remark_config.json")
@@ -30,7 +30,7 @@ RECORDS = ("train_summary.json", "remark_config.json")
 FLAGS = {name: "--" + name.replace("_", "-") for name in GroundingSettings.names()}
 
 
-#: what each record must hold where it is read (``catalog.shared.files.check_fields``)
+#: what each record must hold where it is read (``catalog.io.files.check_fields``)
 RECORD_SCHEMAS = {
     "train_summary.json": {"grounding": {"used": dict}},
     "remark_config.json": {},
@@ -40,7 +40,7 @@ HINT = "the training run's record is damaged; re-run the training, or pass the g
 
 def _read(path: Path) -> dict[str, Any]:
     """The record at ``path``: UTF-8 JSON, an object holding what :data:`RECORD_SCHEMAS` asks of it."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     return read_json(path, schema=RECORD_SCHEMAS[path.name], hint=HINT)
 

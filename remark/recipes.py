@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 RECIPE_DIR = Path(__file__).resolve().parent / "configs" / "recipes"
 
@@ -122,8 +122,8 @@ def _resolve(name_or_path: str | Path) -> Path:
 
 def load_recipe(name_or_path: str | Path) -> Recipe:
     """A shipped recipe by name, or a recipe file by path; errors name the file and the bad key."""
-    from catalog.shared.files import read_text
-    from catalog.shared.yaml_files import load_yaml
+    from catalog.io.files import read_text
+    from catalog.io.yaml_files import load_yaml
 
     path = _resolve(name_or_path)
     data = load_yaml(read_text(path, what="recipe file"), path=path, what="recipe file")

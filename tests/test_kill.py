@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from catalog.shared.locks import LOCK_FILE
-from catalog.shared.outputs import OUTPUT_MARKER, clean_stale
+from catalog.io.locks import LOCK_FILE
+from catalog.io.outputs import OUTPUT_MARKER, clean_stale
 from remark.cli.main import main
 from tests.eval.conftest import write_tiny_dataset
 from tests.killable import run_and_kill

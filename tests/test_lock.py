@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.shared.errors import InputError
-from catalog.shared.versions import freeze, lock_differences, read_lock
+from catalog.io.errors import InputError
+from catalog.io.versions import freeze, lock_differences, read_lock
 from remark.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]

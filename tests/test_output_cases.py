@@ -18,8 +18,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import (
+from catalog.io.errors import InputError
+from catalog.io.outputs import (
     FILE_REGISTRY,
     OutputWriteError,
     atomic_dir,

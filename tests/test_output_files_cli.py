@@ -1,4 +1,4 @@
-"""Every file a command writes on its own, through the CLI (``catalog.shared.outputs.atomic_file``): one row
+"""Every file a command writes on its own, through the CLI (``catalog.io.outputs.atomic_file``): one row
 per (command, output flag). Each is refused with exit 2, one line naming the path and what to do, every byte
 left in place, when the target is a file remark did not write (``--force`` replaces it), one of the inputs
 (``--force`` or not), inside an input folder, inside a folder another command writes whole, or has an
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.shared.outputs import atomic_dir, file_kind
+from catalog.io.outputs import atomic_dir, file_kind
 from remark.cli.main import build_parser, main
 from tests.eval.conftest import write_tiny_dataset
 from tests.eval.test_steps import write_run

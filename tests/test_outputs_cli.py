@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.shared.outputs import OUTPUT_MARKER, output_kind
+from catalog.io.outputs import OUTPUT_MARKER, output_kind
 from remark.cli.main import main
 from tests.data_prep.conftest import write_catalog_csv, write_jsonl
 from tests.data_prep.test_pool import ROWS

@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from tests import test_bad_input_table as bad_table
 from tests.test_bad_input_table import CATALOG, PQ, THREADS, config_text, jsonl, run_cli
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from catalog.shared.outputs import output_kind
+from catalog.io.outputs import output_kind
 from remark.cli.main import main
 from tests.conftest import REPO, TINY_TITLES
 

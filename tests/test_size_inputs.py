@@ -1,5 +1,5 @@
 """Inputs whose size sets the memory a command needs are refused up front with one line (exit 2) naming
-the flag, the estimate and the limit (``catalog.shared.memory``), instead of a kill by the kernel.
+the flag, the estimate and the limit (``catalog.io.memory``), instead of a kill by the kernel.
 
 ``REMARK_MEMORY_LIMIT_GB`` pins the limit, so the refusals do not depend on this machine's memory.
 """
@@ -10,7 +10,7 @@ import importlib
 
 import pytest
 
-from catalog.shared.memory import ENV, SIZE_INPUTS, format_bytes, memory_limit
+from catalog.io.memory import ENV, SIZE_INPUTS, format_bytes, memory_limit
 from tests.test_bad_input_table import run_cli, world  # noqa: F401  (the shared world fixture)
 
 

@@ -1,4 +1,4 @@
-"""One writer per output folder (``catalog.shared.locks``): a second command writing a folder another one
+"""One writer per output folder (``catalog.io.locks``): a second command writing a folder another one
 holds exits 2 in one line naming the folder and the holder; a lock whose holder was killed is free again;
 the lock goes with an ``atomic_dir`` output through its swap and leaves no file behind."""
 
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from catalog.shared.locks import LOCK_FILE, OutputBusyError, hold_output, output_lock, release_output
-from catalog.shared.outputs import atomic_dir, check_output_dir
+from catalog.io.locks import LOCK_FILE, OutputBusyError, hold_output, output_lock, release_output
+from catalog.io.outputs import atomic_dir, check_output_dir
 from tests.test_bad_input_table import Case, check, run_cli
 from tests.test_bad_input_table import world as world
 
 REPO = Path(__file__).resolve().parents[1]
 HOLD = (
     "import sys, time\n"
-    "from catalog.shared.locks import hold_output, set_command\n"
+    "from catalog.io.locks import hold_output, set_command\n"
     "set_command('remark train --config other.yaml')\n"
     "hold_output(sys.argv[1])\n"
     "print('held', flush=True)\n"
@@ -93,7 +93,7 @@ def test_the_lock_goes_with_an_atomic_dir_output_through_the_swap(tmp_path, hold
             (tmp / "a.txt").write_text("new")
         assert (out / LOCK_FILE).exists() and (out / "a.txt").read_text() == "new"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        probe = "import sys\nfrom catalog.shared.locks import hold_output\nhold_output(sys.argv[1])\n"
+        probe = "import sys\nfrom catalog.io.locks import hold_output\nhold_output(sys.argv[1])\n"
         busy = subprocess.run(
             [sys.executable, "-c", probe, str(out)], capture_output=True, text=True, env=env
         )

@@ -67,7 +67,7 @@ CORPUS = [
 def distributed_env() -> None:
     """The torchrun variables a colocated (``external_launcher``) engine reads, for one process, at a port
     the kernel assigns (the test workers run at once)."""
-    from remark.step.vllm_sync import SINGLE_PROCESS_RANKS, single_process_rendezvous
+    from remark.step.colocated_engine import SINGLE_PROCESS_RANKS, single_process_rendezvous
 
     for key, value in SINGLE_PROCESS_RANKS.items():
         os.environ.setdefault(key, value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.readers.protoqa import read_protoqa
 from data_prep.readers.reddit import read_reddit
 from data_prep.readers.redial import read_redial

@@ -1,6 +1,6 @@
 """Reading JSON lines, CSV and parquet with errors that name the file and the 1-based line or row.
 
-Bytes are decoded by ``catalog.shared.files`` (invalid UTF-8 names the line and column; a byte-order mark
+Bytes are decoded by ``catalog.io.files`` (invalid UTF-8 names the line and column; a byte-order mark
 is dropped; CRLF reads as LF), CSV and parquet read by its ``read_table``.
 
 Flat JSON lines go through polars (``read_ndjson`` with every field read as a string, so a year that
@@ -20,9 +20,9 @@ from typing import Any
 
 import polars as pl
 
+from catalog.io.errors import InputError
+from catalog.io.files import BOM, decode_utf8, read_table, table_format
 from catalog.normalize import split_title_year
-from catalog.shared.errors import InputError
-from catalog.shared.files import BOM, decode_utf8, read_table, table_format
 from data_prep.schema import Report, flag_rows
 
 SKIP_HINT = "fix or delete the line, or pass --skip-bad-rows to skip it"
@@ -177,7 +177,7 @@ def read_rows(
 
     JSON lines read ``fields`` as strings, with the JSON kinds of ``kinds`` checked; CSV cells are strings and ``row`` counts the header as row 1,
     as a spreadsheet shows it; parquet keeps its types and ``row`` is the 1-based row index. CSV and
-    parquet are read by ``catalog.shared.files.read_table``.
+    parquet are read by ``catalog.io.files.read_table``.
     """
     path = Path(path)
     fmt = table_format(path)

@@ -34,8 +34,8 @@ from typing import Literal
 
 import polars as pl
 
+from catalog.io.errors import InputError
 from catalog.normalize import normalize_title
-from catalog.shared.errors import InputError
 from catalog.table import Catalog
 from data_prep.readers._io import iter_json_lines
 from data_prep.schema import Report, Threads, validate_threads

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.readers._io import decode_json_column, parse_string_list, read_rows
 from data_prep.schema import (
     DOMAINS,

@@ -26,8 +26,8 @@ from typing import Any
 
 import polars as pl
 
+from catalog.io.errors import InputError
 from catalog.normalize import split_title_year
-from catalog.shared.errors import InputError
 from catalog.table import Catalog, load_catalog
 from data_prep.readers._io import iter_json_lines
 from data_prep.schema import MESSAGES, Report, Threads, validate_threads

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.schema.columns import (
     TIME_HINT,
     bad_timestamp,

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.schema.tables import MESSAGES, Report, flag_rows
 
 ROLES = ("system", "user", "assistant")

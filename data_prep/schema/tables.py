@@ -2,7 +2,7 @@
 (:class:`Threads`), and how bad rows are reported (:class:`Report`, :func:`flag_rows`).
 
 Bad input is reported through a :class:`Report`: by default the first bad row raises
-``catalog.shared.errors.InputError`` naming file, row and field; with ``skip=True`` (``--skip-bad-rows``) bad
+``catalog.io.errors.InputError`` naming file, row and field; with ``skip=True`` (``--skip-bad-rows``) bad
 rows are dropped and counted by reason, and the counts land in ``stats.json``. Checks are vectorised:
 a boolean expression selects the bad rows, and only the first one is formatted.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 MESSAGES = pl.List(MESSAGE)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from catalog.shared.outputs import atomic_write
+from catalog.io.outputs import atomic_write
 from eval.bootstrap import BootstrapConfig, compare, intervals
 from eval.steps import REACH_CI, read_eval_log, steps_to_reach, validation_curve
 from eval.views import weighted_means

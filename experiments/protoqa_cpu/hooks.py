@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from catalog.shared.outputs import atomic_write
+from catalog.io.outputs import atomic_write
 
 # ValidationCallback keeps a best checkpoint by ``metric``; a key it never logs keeps none (the best step
 # is chosen afterwards from the logs, on the validation side, and read on the test side).

@@ -46,7 +46,7 @@ DEFAULT_PROTOQA = REPO.parent / "shared" / "data" / "protoqa"
 
 # -- small helpers ------------------------------------------------------------------------------------
 def load_config(path: Path) -> dict[str, Any]:
-    from catalog.shared.yaml_files import load_yaml
+    from catalog.io.yaml_files import load_yaml
 
     return load_yaml(path.read_text(), path=path, what="config file")
 
@@ -60,7 +60,7 @@ def done(path: Path, settings: Any) -> bool:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    from catalog.shared.outputs import atomic_write
+    from catalog.io.outputs import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as tmp:

@@ -33,7 +33,7 @@ from typing import Any
 from hooks import _Under  # protoqa_cpu's: args with another output_dir
 from transformers import TrainerCallback
 
-from catalog.shared.outputs import atomic_write
+from catalog.io.outputs import atomic_write
 from remark.run.callbacks import ValidationCallback
 
 

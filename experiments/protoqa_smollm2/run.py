@@ -68,7 +68,7 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def apply_set(cfg: dict[str, Any], item: str) -> None:
     """``--set a.b=value`` (value read as YAML: ``false``, ``1e-5``, ``[0, 1]``)."""
-    from catalog.shared.yaml_files import load_yaml
+    from catalog.io.yaml_files import load_yaml
 
     key, sep, text = item.partition("=")
     if not sep:
@@ -651,7 +651,7 @@ def analysis(cfg: dict[str, Any], out: Path) -> dict[str, Any]:
                 f"{num(t['setup_s'])} |"
             )
         L.append("")
-    from catalog.shared.outputs import atomic_write
+    from catalog.io.outputs import atomic_write
 
     text = (A / "results.md").read_text()
     with atomic_write(A / "results.md") as tmp:

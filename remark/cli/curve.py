@@ -2,7 +2,7 @@
 
 A thin layer over :mod:`remark.planning.curves` and :mod:`remark.planning.logs`; every subcommand prints
 text, or one JSON object with ``--json``. ``--plot`` is a single-file output
-(``catalog.shared.outputs.atomic_file``, kind ``curve-plot``): ``.png``, ``.pdf`` or ``.svg``, never one of
+(``catalog.io.outputs.atomic_file``, kind ``curve-plot``): ``.png``, ``.pdf`` or ``.svg``, never one of
 the logs read nor inside their runs, an existing file only when it is an earlier ``--plot`` (or ``--force``).
 """
 
@@ -12,11 +12,11 @@ import argparse
 import json
 from pathlib import Path
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config.ranges import check_number, flag_type
 
 X_CHOICES = ("steps", "samples", "gpu_hours")
-#: the ``catalog.shared.outputs.atomic_file`` kind of a ``--plot``.
+#: the ``catalog.io.outputs.atomic_file`` kind of a ``--plot``.
 PLOT_KIND = "curve-plot"
 
 
@@ -166,7 +166,7 @@ def _check_plot(args: argparse.Namespace) -> str | None:
     """The ``--plot`` format, or None without ``--plot``; refused (``InputError``) before any fit."""
     if args.plot is None:
         return None
-    from catalog.shared.outputs import PLOT_FORMATS, check_output_file
+    from catalog.io.outputs import PLOT_FORMATS, check_output_file
 
     return check_output_file(
         args.plot,
@@ -222,11 +222,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _plot(items, args: argparse.Namespace, *, crossings: list[float]) -> None:
     """Points, fitted curves, ceilings (dashed) and C_mid (dotted) on a log-x axis, written to ``args.plot``
-    (``catalog.shared.outputs.atomic_file``, in the format its extension names)."""
+    (``catalog.io.outputs.atomic_file``, in the format its extension names)."""
     import numpy as np
     from matplotlib.figure import Figure
 
-    from catalog.shared.outputs import PLOT_FORMATS, atomic_file
+    from catalog.io.outputs import PLOT_FORMATS, atomic_file
 
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()

@@ -17,13 +17,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import iter_jsonl
+from catalog.io.errors import InputError
+from catalog.io.files import iter_jsonl
 from remark.algos.registry import choices_help, lists_alone, offered
 from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
 from remark.config.ranges import flag_type
 
-#: the ``catalog.shared.outputs.atomic_file`` kind of ``--pass-rates-out``.
+#: the ``catalog.io.outputs.atomic_file`` kind of ``--pass-rates-out``.
 PASS_RATES_KIND = "pass-rates"
 
 
@@ -164,7 +164,7 @@ def _ground_completions(texts: dict[str, list[str]], catalog: Any, grounding: An
 def _check_memory(requests: Any, args: argparse.Namespace) -> None:
     """Refuse (exit 2) a G, batch size and K whose batch would not fit in memory
     (``remark.diagnose.diagnose_memory``), before any list is drawn or read."""
-    from catalog.shared.memory import check_fits
+    from catalog.io.memory import check_fits
     from remark.diagnose import diagnose_memory
 
     n = requests["responders"].list.len().to_list()
@@ -182,7 +182,7 @@ def _check_memory(requests: Any, args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from catalog.shared.outputs import TABLE_FORMATS, atomic_file, check_output_file
+    from catalog.io.outputs import TABLE_FORMATS, atomic_file, check_output_file
     from data_prep.dataset import load_dataset
     from remark.diagnose import diagnose, iter_popularity_groups, popularity_prior
 

@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.grounding_flags import add_grounding_flags, print_notes, requested_grounding
 
 
@@ -56,7 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _read_input(path: str | None) -> str:
-    from catalog.shared.files import decode_text, read_text
+    from catalog.io.files import decode_text, read_text
 
     if path is None or path == "-":
         stdin = getattr(sys.stdin, "buffer", None)  # in-process callers may pass a text stream

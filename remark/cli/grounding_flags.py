@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config.ranges import flag_type
 
 # catalog.match's GroundingSettings fields, MATCH_MODES, SCORERS and defaults, spelled out so that

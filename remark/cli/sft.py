@@ -88,7 +88,7 @@ def add_parser(subparsers) -> None:
 
 def refuse_ignored(args: argparse.Namespace) -> None:
     """A flag that acts only with another one is refused without it (``InputError`` naming both)."""
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
 
     lora = "without --lora-r (which turns LoRA on)"
     refused = [
@@ -133,7 +133,7 @@ def lora_settings(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from catalog.shared.outputs import atomic_dir, check_output_dir
+    from catalog.io.outputs import atomic_dir, check_output_dir
     from data_prep.dataset import load_dataset
     from eval.generate import AdapterLoad
     from remark.config import check_model_path

@@ -26,8 +26,8 @@ from pathlib import Path
 
 def parse_overrides(pairs: list[str]) -> dict:
     """``["max_steps=5", "use_cpu=true"]`` -> ``{"max_steps": 5, "use_cpu": True}`` (values read as YAML)."""
-    from catalog.shared.errors import InputError
-    from catalog.shared.yaml_files import load_yaml
+    from catalog.io.errors import InputError
+    from catalog.io.yaml_files import load_yaml
 
     out = {}
     for pair in pairs:
@@ -76,7 +76,7 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
     from remark.config import compose_config
     from remark.config.files import read_config_values
     from remark.run.training import run_training

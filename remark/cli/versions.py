@@ -41,7 +41,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from catalog.shared.versions import freeze, lock_differences, package_versions, read_lock, versions_line
+    from catalog.io.versions import freeze, lock_differences, package_versions, read_lock, versions_line
 
     if args.check is not None:
         differ = lock_differences(read_lock(args.check))
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"every locked package installed here has its version in {args.check} ({versions_line()})")
         return 0
     if args.write_lock is not None:
-        from catalog.shared.outputs import atomic_write
+        from catalog.io.outputs import atomic_write
 
         header = LOCK_HEADER.format(
             date=time.strftime("%Y-%m-%d", time.gmtime()),

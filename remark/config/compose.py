@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config.fields import RemarkGRPOConfig
 from remark.config.files import load_config, read_config_values
 from remark.recipes import RECIPE_DIR, Recipe, load_recipe

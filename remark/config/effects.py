@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 #: the layers a value can come from, lowest first (``load_config``'s origins)
 LAYERS = ("default", "recipe", "config", "--set")

@@ -199,7 +199,7 @@ class RemarkGRPOConfig(GRPOConfig):
         },
     )
 
-    # --- the colocated vLLM engine (remark.step.vllm_sync; TRL's vllm_* fields are the rest) ---------
+    # --- the colocated vLLM engine (remark.step.colocated_engine; TRL's vllm_* fields are the rest) ---------
     vllm_kv_cache_gib: float | None = field(
         default=None,
         metadata={

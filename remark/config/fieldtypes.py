@@ -28,7 +28,7 @@ import types
 import typing
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 #: what a YAML file or ``--set`` can produce; anything else was built by code and is not checked here
 JSON_TYPES = (str, int, float, bool, list, tuple, dict, type(None))

@@ -16,7 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config.effects import Origin, check_effects
 from remark.config.fields import RemarkGRPOConfig
 from remark.config.paths import validate_paths
@@ -49,12 +49,12 @@ def read_config_values(path: str | Path) -> dict[str, Any]:
 
 def _read_config(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
     """(the file's mapping, the 1-based line of each top-level key)."""
-    from catalog.shared.files import read_text
-    from catalog.shared.yaml_files import compose_yaml, load_yaml
+    from catalog.io.files import read_text
+    from catalog.io.yaml_files import compose_yaml, load_yaml
 
     path = Path(path)
     text = read_text(path, what="config file")
-    loaded = load_yaml(text, path=path, what="config file")  # aliases bounded (catalog.shared.yaml_files)
+    loaded = load_yaml(text, path=path, what="config file")  # aliases bounded (catalog.io.yaml_files)
     node = compose_yaml(text, path=path, what="config file")
     if loaded is None:
         loaded = {}

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config.ranges import check_build_tiny_ranges
 
 

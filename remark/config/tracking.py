@@ -14,7 +14,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 #: report_to name -> (modules any one of which it needs, the extra that installs it)
 LOGGERS = {

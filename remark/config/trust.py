@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 #: the ``model_init_kwargs`` keys remark passes through to ``from_pretrained``: how the weights are held.
 MODEL_INIT_KEYS = ("dtype", "attn_implementation", "device_map")

@@ -1,7 +1,7 @@
 """Validation of ``RemarkGRPOConfig``: the valid values of each rank-level field and the combinations
 that contradict each other or TRL's own loss options, checked before any model loads.
 
-Every check raises ``catalog.shared.errors.InputError`` naming the field and saying what to change. The
+Every check raises ``catalog.io.errors.InputError`` naming the field and saying what to change. The
 functions take the config object (duck-typed: anything with the fields), so tests can check layouts
 without building TRL's config.
 """
@@ -12,8 +12,8 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from catalog.io.errors import InputError
 from catalog.match import MATCH_MODES, GroundingSettings
-from catalog.shared.errors import InputError
 from remark.config.effects import colocated_vllm
 from remark.config.fieldtypes import check_field_types
 from remark.config.ranges import check_ranges

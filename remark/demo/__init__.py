@@ -1,6 +1,6 @@
 """``remark demo``: ReMaRk vs Rank-GRPO end to end on a laptop, in minutes, with nothing to download.
 
-The pipeline (the whole output folder written atomically, ``catalog.shared.outputs.atomic_dir``; every stage in its
+The pipeline (the whole output folder written atomically, ``catalog.io.outputs.atomic_dir``; every stage in its
 own process with fixed thread counts, ``remark.demo.worker_env``):
 
 1. data: ProtoQA's dev files, shipped in the package (``data_prep.shipped``; ``--data-dir`` for another

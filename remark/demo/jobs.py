@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import decode_utf8, read_json
-from catalog.shared.outputs import atomic_write
+from catalog.io.errors import InputError
+from catalog.io.files import decode_utf8, read_json
+from catalog.io.outputs import atomic_write
 from remark.demo.worker_env import INPUT_ERROR, worker_env
 
 LOGS = "logs"

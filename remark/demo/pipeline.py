@@ -1,7 +1,7 @@
 """``run_demo``: the stage processes in order under one set of progress bars, then ``summary.json`` and
 ``report.md``.
 
-The whole output folder is written through ``catalog.shared.outputs.atomic_dir`` (kind ``demo``): the run happens in
+The whole output folder is written through ``catalog.io.outputs.atomic_dir`` (kind ``demo``): the run happens in
 a temporary folder next to ``--out`` and replaces it only when complete, so a killed demo leaves the
 previous complete one (or nothing), and ``--out`` is never a folder some other command wrote (``force``
 replaces one). Every path inside is relative to the folder (stage processes run in it), so it can be
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_dir, atomic_write
-from catalog.shared.versions import package_versions
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_dir, atomic_write
+from catalog.io.versions import package_versions
 from remark.demo.evaluation import (
     TEST_SETS,
     across_seeds,
@@ -420,8 +420,8 @@ def _finite_or_none(obj: Any) -> Any:
 
 
 def check_out(out: Path, force: bool = False, *, inputs: list[Path] | tuple[Path, ...] = ()) -> None:
-    """Refuse an ``--out`` the demo may not replace, before any work (``catalog.shared.outputs.check_output_dir``)."""
-    from catalog.shared.outputs import check_output_dir
+    """Refuse an ``--out`` the demo may not replace, before any work (``catalog.io.outputs.check_output_dir``)."""
+    from catalog.io.outputs import check_output_dir
 
     out = Path(out)
     if out.exists() and not out.is_dir():

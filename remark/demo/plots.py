@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from catalog.shared.outputs import atomic_write
+from catalog.io.outputs import atomic_write
 from remark.demo.settings import METHODS
 
 

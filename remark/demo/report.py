@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from catalog.shared.versions import versions_line
+from catalog.io.versions import versions_line
 from remark.demo.settings import METHODS
 
 LABELS = {"sft": "SFT start", **{m: METHODS[m][0] for m in METHODS}}

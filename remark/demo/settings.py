@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 DataName = Literal["synthetic", "protoqa"]
 DATA_CHOICES: tuple[str, ...] = ("synthetic", "protoqa")
@@ -241,8 +241,8 @@ NOT_IN_FILE = ("data", "data_dir", "fast")
 def settings_file_overrides(path: str | Path) -> dict[str, Any]:
     """A ``--settings`` YAML file: a mapping of :class:`DemoSettings` fields to values (lists for tuples),
     each checked against the field's default type. Errors are one line naming the file and the field."""
-    from catalog.shared.files import read_text
-    from catalog.shared.yaml_files import load_yaml
+    from catalog.io.files import read_text
+    from catalog.io.yaml_files import load_yaml
 
     path = Path(path)
     doc = load_yaml(read_text(path), path=path, what="demo settings")

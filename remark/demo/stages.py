@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.demo.settings import DemoSettings
 
 PROTOQA_FILE = "dev.scraped.jsonl"

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.outputs import atomic_write
+from catalog.io.outputs import atomic_write
 from remark.demo.worker_env import INPUT_ERROR, apply_threads, thread_record
 
 
@@ -109,7 +109,7 @@ KINDS = {"warmup": _warmup, "rl": _rl, "eval": _eval}
 def run_job(folder: str | Path) -> int:
     """Run the job described by ``folder/job.json`` in this process (see the module docstring)."""
     folder = Path(folder)
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     job = read_json(folder / "job.json", schema={"kind": str, "threads": int, "spec": dict}, what="demo job")
     apply_threads(int(job["threads"]))
@@ -145,7 +145,7 @@ EXIT_INPUT = 2
 def main(folder: str) -> int:
     """:func:`run_job`; bad input (``InputError``) is written to ``folder/input_error.json`` (its message,
     path, row, field and hint) and exits 2, so the parent reports the same one line (``remark.demo.jobs``)."""
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
 
     try:
         return run_job(folder)

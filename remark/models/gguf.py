@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 __all__ = ["DTYPES", "import_gguf", "model_card"]
 

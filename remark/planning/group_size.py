@@ -47,7 +47,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import betaln, comb
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 
 def _as_groups(G) -> np.ndarray:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import iter_jsonl, read_json
+from catalog.io.errors import InputError
+from catalog.io.files import iter_jsonl, read_json
 
 #: ``--x`` choice -> key in the eval log.
 X_KEYS = {"steps": "step", "samples": "samples", "gpu_hours": "gpu_hours"}
@@ -153,7 +153,7 @@ def read_pass_rates(path: str | Path) -> PassRates:
     if p.suffix in (".parquet", ".csv"):
         import polars as pl
 
-        from catalog.shared.files import read_table
+        from catalog.io.files import read_table
 
         try:
             df = (

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 TUNE_HINT = "optuna is needed for joint searches: pip install remark[tune]"
 

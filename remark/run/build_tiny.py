@@ -2,7 +2,7 @@
 model trained on its text, SFT-warmed, under ``output_dir/assets``, so that a run needs nothing but this
 package. Assets built with the same settings (``assets/build.json``) are reused.
 
-Each of ``data/``, ``base_model/`` and ``sft_model/`` is written through ``catalog.shared.outputs.atomic_dir`` (built
+Each of ``data/``, ``base_model/`` and ``sft_model/`` is written through ``catalog.io.outputs.atomic_dir`` (built
 in a temporary sibling, renamed into place with its ownership marker), and ``build.json`` says
 ``{"incomplete": ...}`` from the start of a build until all three are in place, when it is replaced by
 the settings: a run killed mid-build leaves complete folders or none, a stamp that matches nothing, and a
@@ -17,11 +17,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_dir, atomic_write, check_output_dir, output_kind
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_dir, atomic_write, check_output_dir, output_kind
 from remark.config.tiny import TinySpec, check_build_tiny
 
-#: the ``catalog.shared.outputs.atomic_dir`` kind of ``assets/base_model`` (``sft_model``: ``remark.run.sft.SFT_KIND``).
+#: the ``catalog.io.outputs.atomic_dir`` kind of ``assets/base_model`` (``sft_model``: ``remark.run.sft.SFT_KIND``).
 TINY_MODEL_KIND = "tiny-model"
 
 
@@ -94,8 +94,8 @@ def build_tiny_assets(cfg: Any) -> tuple[Path, Path]:
 
 def _read_stamp(stamp: Path) -> Any:
     """``build.json``'s content, or None when it is missing or not JSON."""
-    from catalog.shared.errors import InputError
-    from catalog.shared.files import read_json
+    from catalog.io.errors import InputError
+    from catalog.io.files import read_json
 
     if not stamp.is_file():
         return None

@@ -42,9 +42,9 @@ from typing import Any
 import polars as pl
 from transformers import TrainerCallback
 
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_dir, atomic_write
 from catalog.match import GroundingSettings, Matcher
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_dir, atomic_write
 from data_prep.dataset import PooledDataset
 from eval.generate import GenerationConfig, render_prompts, transformers_runner, vllm_runner
 from eval.metric_registry import VALIDATION_METRICS, validation_ks
@@ -132,7 +132,7 @@ class ValidationCallback(TrainerCallback):
 
     def _truncate(self, log: Path, step: int) -> None:
         """Drop log lines past ``step`` (an abandoned continuation); remember what was validated."""
-        from catalog.shared.files import iter_jsonl
+        from catalog.io.files import iter_jsonl
 
         if log.is_file():
             lines = iter_jsonl(log, schema=LOG_LINE_SCHEMA, hint="the run's eval log is damaged")
@@ -297,7 +297,7 @@ class ValidationCallback(TrainerCallback):
         return values
 
 
-#: what a resumed run reads back from its own files (``catalog.shared.files.check_fields``)
+#: what a resumed run reads back from its own files (``catalog.io.files.check_fields``)
 BEST_SCHEMA = {"step": int, "metric": str, "value": float}
 STOPPED_SCHEMA = {"step": int, "metric": str, "value": float}
 LOG_LINE_SCHEMA = {"step": int, "wall_s": float}
@@ -305,7 +305,7 @@ LOG_LINE_SCHEMA = {"step": int, "wall_s": float}
 
 def read_best(path: str | Path) -> dict[str, Any]:
     """``best/best.json`` (``BEST_SCHEMA``); a damaged one is an ``InputError`` naming the file and field."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     return read_json(
         path, schema=BEST_SCHEMA, what="best.json", hint="best/ is damaged; remove it to start the best anew"
@@ -314,7 +314,7 @@ def read_best(path: str | Path) -> dict[str, Any]:
 
 def read_stopped(path: str | Path) -> dict[str, Any]:
     """``stopped.json`` (``STOPPED_SCHEMA``), as the divergence guard writes it."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     return read_json(
         path, schema=STOPPED_SCHEMA, optional={"reason": str, "limit": float}, what="stopped.json"

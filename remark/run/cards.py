@@ -9,7 +9,7 @@ the test metrics with CIs once known, and the exact command.
 
 What a card is built from is kept beside it as ``card.json``, so ``remark card DIR --test EVAL_DIR``
 re-renders it with the test metrics of a ``remark eval run`` output (its ``metrics.json``). Each card is
-written into the temporary folder that becomes ``best/`` or ``final/`` (``catalog.shared.outputs.atomic_dir``), so
+written into the temporary folder that becomes ``best/`` or ``final/`` (``catalog.io.outputs.atomic_dir``), so
 neither folder ever exists without its card; ``best/``'s says "step S of N" with N the planned
 ``max_steps``, corrected at the run's end when it stopped elsewhere (:func:`set_card_total`).
 
@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.outputs import atomic_write
+from catalog.io.outputs import atomic_write
 from data_prep.card import card_header
 from remark.algos.registry import offered
 
@@ -37,7 +37,7 @@ def validation_intervals(
 ) -> dict[str, dict[str, float]]:
     """``{key: {"mean", "ci_low", "ci_high"}}`` for the recall/NDCG keys of a validation step's parquet."""
 
-    from catalog.shared.files import read_table
+    from catalog.io.files import read_table
     from eval.bootstrap import BootstrapConfig, intervals
     from eval.views import split_key
 
@@ -207,7 +207,7 @@ def write_model_card(
 
 def eval_run_metrics(eval_dir: str | Path) -> dict[str, Any]:
     """The card's test section from a ``remark eval run`` output folder (its ``metrics.json``)."""
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
 
     path = Path(eval_dir) / "metrics.json"
     if not path.is_file():
@@ -238,7 +238,7 @@ def eval_run_metrics(eval_dir: str | Path) -> dict[str, Any]:
 def _check_test_belongs(folder: Path, card: dict[str, Any], eval_dir: Path) -> None:
     """``eval_dir`` evaluated this model (its ``settings.model`` is ``folder``) on this model's dataset (the
     sha256 of the dataset files it recorded equals that of the card's dataset), or ``InputError``."""
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
     from data_prep.dataset import dataset_identity, load_dataset
     from eval.run import read_metrics
 
@@ -271,7 +271,7 @@ CARD_SCHEMA = {"kind": str, "step": (int, None), "total_steps": int}
 
 def read_card_json(folder: str | Path) -> dict[str, Any]:
     """``folder/card.json`` (``CARD_SCHEMA``): a damaged one is an ``InputError`` naming the field."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     return read_json(
         Path(folder) / CARD_JSON,
@@ -283,7 +283,7 @@ def read_card_json(folder: str | Path) -> dict[str, Any]:
 
 def add_test_metrics(folder: str | Path, eval_dir: str | Path) -> Path:
     """Re-render the card of ``folder`` (from its ``card.json``) with the test metrics of ``eval_dir``."""
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
 
     folder = Path(folder)
     if not (folder / CARD_JSON).is_file():

@@ -12,7 +12,7 @@
   process generates at once (``generation_batch_size / world_size`` sequences of prompt + completion
   tokens, ``eval.generate.kv_cache_bytes``) beside the weights; :func:`check_generation_memory` refuses,
   naming ``per_device_train_batch_size``, what does not fit the CUDA device's free memory (90%) or, on CPU,
-  the host limit (``catalog.shared.memory``), as ``remark eval run`` does for its batches.
+  the host limit (``catalog.io.memory``), as ``remark eval run`` does for its batches.
 
 Every refusal is an ``InputError`` naming the field and what to lower (exit 2, one line).
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 #: config.json keys that give a model's positions, in the order they are read
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
@@ -32,7 +32,7 @@ LONGEST = 32
 
 def _config_of(cfg: Any) -> tuple[dict[str, Any], str] | None:
     """(the policy's config.json, where it was read), or None when it is not a local folder."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
     from eval.adapters import adapter_base, is_adapter_dir
 
     path = cfg.model_name_or_path
@@ -114,7 +114,7 @@ def check_generation_memory(cfg: Any, prompt_tokens: int) -> None:
     module docstring); nothing is checked when the model's sizes are unknown (a hub id)."""
     import torch
 
-    from catalog.shared.memory import check_fits, format_bytes, memory_limit
+    from catalog.io.memory import check_fits, format_bytes, memory_limit
     from eval.generate import kv_cache_bytes
 
     found = _config_of(cfg)

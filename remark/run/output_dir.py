@@ -4,11 +4,11 @@ and the group size a resumed run continues with.
 
 A run writes many files into ``output_dir``, so ``output_dir`` may not be another command's output or an
 input (:func:`check_run_dir`, nothing overrides it): not a folder written whole by
-``catalog.shared.outputs.atomic_dir`` nor inside one (a dataset, a model, ``best/``, a score folder), not a
+``catalog.io.outputs.atomic_dir`` nor inside one (a dataset, a model, ``best/``, a score folder), not a
 prepared dataset or a model folder without that marker, and not one of the run's inputs (``data_dir``, the
 model, ``validation_data_dir``, ``baseline_run``) nor inside one. Its ``README.md`` (TRL's draft model
 card, written at each checkpoint) is an owned single file of kind :data:`RUN_KIND`
-(``catalog.shared.outputs.atomic_file``): a ``README.md`` the run did not write is refused up front and
+(``catalog.io.outputs.atomic_file``): a ``README.md`` the run did not write is refused up front and
 never replaced (:func:`write_run_card`); the run's own cards are ``best/README.md`` and
 ``final/README.md``.
 
@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_file, file_kind, output_kind, owning_output
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_file, file_kind, output_kind, owning_output
 from remark.step.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
 
 #: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
@@ -55,9 +55,9 @@ RUN_OUTPUTS = (
 )
 #: outputs a run writes before its first step: alone they are no previous run (``--overwrite`` still clears them).
 SETUP_OUTPUTS = ("remark_config.json", "runs", "merged_base")
-#: the ``catalog.shared.outputs.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
+#: the ``catalog.io.outputs.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
 MERGED_KIND = "merged-model"
-#: the ``catalog.shared.outputs.atomic_file`` kind of the single files a run writes in ``output_dir``.
+#: the ``catalog.io.outputs.atomic_file`` kind of the single files a run writes in ``output_dir``.
 RUN_KIND = "train"
 #: TRL's draft model card in ``output_dir``.
 RUN_CARD = "README.md"
@@ -151,7 +151,7 @@ def check_run_dir(output_dir: str | Path, inputs: Sequence[str | Path | None] = 
         )
 
 
-#: the ``catalog.shared.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
+#: the ``catalog.io.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
 FINAL_KIND = "train-final"
 
 

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 #: fields a resume may change (and records): the run's length, cadence, outputs and resources.
 RESUMABLE = frozenset(

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.dataset import PooledDataset
 from data_prep.pool import responder_view
 from data_prep.prompts import build_messages

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 if TYPE_CHECKING:  # the rest is imported where it is used: remark sft --help reads TARGETS from here
     import numpy as np
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the rest is imported where it is used: remark sft --help re
 
 Targets = Literal["union", "responder", "noisy"]
 TARGETS: tuple[str, ...] = ("union", "responder", "noisy")
-#: the ``catalog.shared.outputs.atomic_dir`` kind of a ``remark sft --out`` folder.
+#: the ``catalog.io.outputs.atomic_dir`` kind of a ``remark sft --out`` folder.
 SFT_KIND = "sft"
 
 
@@ -130,7 +130,7 @@ def run_sft(
     saves only it. ``model`` may be an adapter folder (``eval.adapters``; ``adapter`` an
     ``eval.generate.AdapterLoad``: its base, and whether to merge it first); unmerged, that adapter is
     trained further. ``final_dir``: where ``out_dir`` is moved once complete (``remark sft`` writes into a
-    temporary ``catalog.shared.outputs.atomic_dir`` folder); a merged base (``out_dir/merged_base``) is then recorded
+    temporary ``catalog.io.outputs.atomic_dir`` folder); a merged base (``out_dir/merged_base``) is then recorded
     in the new adapter's ``adapter_config.json`` at its final path.
     """
     from datasets import Dataset
@@ -209,7 +209,7 @@ def _record_final_base(out_dir: Path, final_dir: Path) -> None:
     config = out_dir / "adapter_config.json"
     if not config.is_file():
         return
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     data = read_json(config, schema={}, what="adapter config")
     recorded = data.get("base_model_name_or_path")

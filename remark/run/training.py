@@ -19,7 +19,7 @@ what the dataset says and what was overridden.
 An ``output_dir`` that is another command's output (a dataset, a model) or an input, or that holds a
 ``README.md`` the run did not write, is refused; a used one is refused or cleared (``overwrite``); and
 ``resume`` picks the newest complete checkpoint: all before anything loads (``remark.run.output_dir``). ``best/`` and
-``final/`` are written whole, model card included, and swapped in (``catalog.shared.outputs.atomic_dir``).
+``final/`` are written whole, model card included, and swapped in (``catalog.io.outputs.atomic_dir``).
 ``build_tiny`` first builds a synthetic dataset and an SFT-warmed tiny model under
 ``output_dir/assets`` (``remark.run.build_tiny``).
 
@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import atomic_dir, atomic_write
-from catalog.shared.versions import package_versions
+from catalog.io.errors import InputError
+from catalog.io.outputs import atomic_dir, atomic_write
+from catalog.io.versions import package_versions
 from remark.config import RemarkGRPOConfig
 from remark.config.effects import colocated_vllm
 from remark.run.build_tiny import build_tiny_assets
@@ -115,10 +115,10 @@ def run_training(
 
     The run holds torch's CPU threads at ``cpu_threads`` when that is set (``remark.run.cpu_threads``; restored after).
     """
-    from catalog.shared.locks import output_lock
+    from catalog.io.locks import output_lock
     from remark.run.cpu_threads import torch_threads
 
-    # one writer per output_dir (catalog.shared.locks); torchrun's other processes write under the first's
+    # one writer per output_dir (catalog.io.locks); torchrun's other processes write under the first's
     writer = output_lock(cfg.output_dir, field="output_dir", command=command)
     with (
         writer if int(os.environ.get("RANK", "0")) == 0 else contextlib.nullcontext(),

@@ -62,7 +62,7 @@ COMPLETE_MARKER = "checkpoint_complete.json"
 CHECKPOINT_PREFIX = "checkpoint-"
 #: the marker's format: a size and a sha256 per file
 MARKER_FORMAT = 2
-#: what a marker must hold (``catalog.shared.files.check_fields``); each ``files`` value: ``FILE_SCHEMA``
+#: what a marker must hold (``catalog.io.files.check_fields``); each ``files`` value: ``FILE_SCHEMA``
 MARKER_SCHEMA = {"format": int, "step": int, "saved_at": float, "files": dict}
 FILE_SCHEMA = {"size": int, "sha256": str}
 #: what a checkpoint's ``trainer_state.json`` must hold for ``transformers`` to resume from it
@@ -104,7 +104,7 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _read_json(path: Path) -> Any:
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     return _unjson(read_json(path, what="checkpoint file"))
 
@@ -226,8 +226,8 @@ def checkpoint_step(path: str | Path) -> int | None:
 def read_marker(folder: str | Path) -> dict[str, dict[str, Any]]:
     """The files a checkpoint's marker records, as ``{name: {"size": int, "sha256": str}}``; ``InputError``
     naming the field when the marker is not what :func:`write_complete_marker` writes."""
-    from catalog.shared.errors import InputError
-    from catalog.shared.files import check_fields, read_json
+    from catalog.io.errors import InputError
+    from catalog.io.files import check_fields, read_json
 
     path = Path(folder) / COMPLETE_MARKER
     marker = read_json(path, schema=MARKER_SCHEMA, what=COMPLETE_MARKER)
@@ -250,8 +250,8 @@ def read_marker(folder: str | Path) -> dict[str, dict[str, Any]]:
 def json_state_problem(path: str | Path) -> str | None:
     """Why the JSON file ``path`` of a checkpoint cannot be read back (None when it can): UTF-8, JSON, and
     for ``trainer_state.json`` the fields ``transformers`` resumes from."""
-    from catalog.shared.errors import InputError
-    from catalog.shared.files import read_json
+    from catalog.io.errors import InputError
+    from catalog.io.files import read_json
 
     p = Path(path)
     try:
@@ -266,7 +266,7 @@ def checkpoint_problem(path: str | Path, *, verify: bool = True) -> str | None:
 
     Without ``verify``: the marker and every recorded file's size (cheap: what rotation counts). With
     it: also a trial read of every JSON file and safetensors header, then every recorded sha256."""
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
 
     folder = Path(path)
     if not folder.is_dir():
@@ -292,7 +292,7 @@ def checkpoint_problem(path: str | Path, *, verify: bool = True) -> str | None:
         return None
     for name in files:
         if name.endswith(".safetensors"):
-            from catalog.shared.files import safetensors_problem
+            from catalog.io.files import safetensors_problem
 
             problem = safetensors_problem(folder / name)
         elif name.endswith(".json"):

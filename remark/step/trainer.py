@@ -18,7 +18,7 @@ The data path (``docs/architecture.md#the-data-path``), and the only places it t
    through the log-probabilities for that call (``remark.step.logps_hook``).
 
 Generation with ``use_vllm`` (colocate) goes through TRL's vLLM path with remark's engine settings and
-weight sync (``remark.step.vllm_sync``: the policy's dtype, the run's seed, a sync that is correct on
+weight sync (``remark.step.colocated_engine``: the policy's dtype, the run's seed, a sync that is correct on
 vLLM's CPU backend and rebuilds tied heads); ``colocated_engine`` hands the synced engine to validation.
 
 Refill prompts come from a second shuffled pass over the training set (TRL's ``RepeatSampler`` with seed
@@ -43,10 +43,10 @@ from remark.config.effects import colocated_vllm
 from remark.scoring.reward import RankReward
 from remark.scoring.scorer import RankScorer
 from remark.step.checkpoint import SafeCheckpointMixin
+from remark.step.colocated_engine import EngineSettings, VLLMEngineMixin
 from remark.step.logps_hook import logps_hook
 from remark.step.rank_step import RankSettings, Round, rank_step
 from remark.step.refill import merge_batches
-from remark.step.vllm_sync import EngineSettings, VLLMEngineMixin
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ def test_a_bad_flag_is_one_line_and_exit_2(capsys):
 
 
 def test_the_output_flags_refuse_a_file_remark_did_not_write(tmp_path):
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
 
     ap = bench_parser("bench/demo.py", "Demo.")
     add_output_flags(ap)

@@ -1,4 +1,4 @@
-"""The one reading path (catalog.shared.files): every reader gives the same result for a clean file, the
+"""The one reading path (catalog.io.files): every reader gives the same result for a clean file, the
 same file with a byte-order mark and with CRLF line ends, and names the file, line and byte of bytes that
 are not UTF-8; read_json / check_fields name the field that is missing or of the wrong type."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from polars.testing import assert_frame_equal
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import check_fields, iter_jsonl, read_json, read_table, read_text
+from catalog.io.errors import InputError
+from catalog.io.files import check_fields, iter_jsonl, read_json, read_table, read_text
 
 BOM = b"\xef\xbb\xbf"
 
@@ -137,7 +137,7 @@ def _safetensors(header: dict, data: bytes) -> bytes:
     ids=["sound", "short", "header-too-large", "header-not-json", "unknown-dtype", "shape-vs-range", "uncovered"],
 )  # fmt: skip
 def test_safetensors_problem_reads_the_header_only(tmp_path, content, problem):
-    from catalog.shared.files import safetensors_problem
+    from catalog.io.files import safetensors_problem
 
     path = tmp_path / "w.safetensors"
     path.write_bytes(content)

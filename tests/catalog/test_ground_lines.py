@@ -28,7 +28,7 @@ def test_ground_lines_keeps_rows_ranks_and_unparsed_slots():
 def test_atomic_outputs_get_umask_permissions(tmp_path):
     import os
 
-    from catalog.shared.outputs import atomic_dir, atomic_write
+    from catalog.io.outputs import atomic_dir, atomic_write
 
     mask = os.umask(0o022)
     try:

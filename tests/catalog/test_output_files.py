@@ -18,8 +18,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import (
+from catalog.io.errors import InputError
+from catalog.io.outputs import (
     FILE_REGISTRY,
     PLOT_FORMATS,
     TABLE_FORMATS,
@@ -313,7 +313,7 @@ def test_a_read_only_disk_is_exit_2_naming_the_output(small_disk) -> None:
 def test_an_error_without_errno_on_a_full_disk_is_a_full_disk(tmp_path, monkeypatch) -> None:
     """polars ends a parquet file it cannot flush with ``Invalid thrift: transport error`` (no errno): the
     filesystem, found full when the write failed, says why."""
-    from catalog.shared import outputs
+    from catalog.io import outputs
 
     dest = tmp_path / "ds"
     with atomic_dir(dest, "prep") as tmp:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import (
+from catalog.io.errors import InputError
+from catalog.io.outputs import (
     OUTPUT_MARKER,
     StaleOutputWarning,
     _host,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import platform
 from importlib import metadata
 
-from catalog.shared.versions import package_versions, versions_line
+from catalog.io.versions import package_versions, versions_line
 
 
 def test_the_versions_are_the_installed_distributions():

@@ -1,4 +1,4 @@
-"""Every YAML remark reads goes through ``catalog.shared.yaml_files``: an alias bomb or a deeply nested
+"""Every YAML remark reads goes through ``catalog.io.yaml_files``: an alias bomb or a deeply nested
 document is refused within a second and a few megabytes, naming the file and the line; ordinary aliases
 and documents load as ``yaml.safe_load`` loads them."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from catalog.shared.errors import InputError
-from catalog.shared.yaml_files import MAX_ALIAS_NODES, compose_yaml, load_yaml
+from catalog.io.errors import InputError
+from catalog.io.yaml_files import MAX_ALIAS_NODES, compose_yaml, load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 

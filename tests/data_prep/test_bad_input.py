@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.pool import pool_threads
 from data_prep.readers import read_protoqa, read_reddit, read_threads
 from data_prep.schema import Report

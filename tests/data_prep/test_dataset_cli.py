@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep import dataset as dataset_mod
 from data_prep.dataset import load_dataset
 from data_prep.fetch import DATASETS, Remote, fetch

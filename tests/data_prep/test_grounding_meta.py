@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from catalog.io.errors import InputError
 from catalog.match import GroundingSettings, Matcher
-from catalog.shared.errors import InputError
 from catalog.table import Catalog
 from data_prep.dataset import dataset_grounding, load_dataset
 from data_prep.pool import pool_threads

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.dataset import load_dataset
 from data_prep.pool import SplitSpec, pool_threads
 from data_prep.readers import read_reddit, read_threads

@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
+from catalog.io.errors import InputError
 from catalog.match import Matcher
-from catalog.shared.errors import InputError
 from data_prep.dataset import load_dataset
 from eval.generate import GenerationConfig, resolve_engine, vllm_available
 from eval.run import parse_and_ground

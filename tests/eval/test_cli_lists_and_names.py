@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from catalog.shared.outputs import OUTPUT_MARKER
+from catalog.io.outputs import OUTPUT_MARKER
 from remark.cli.main import main
 from tests.eval.test_steps import KEY, write_run
 

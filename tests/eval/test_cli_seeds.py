@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from catalog.shared.outputs import OUTPUT_MARKER
+from catalog.io.outputs import OUTPUT_MARKER
 from remark.cli.main import main
 from tests.eval.test_cli import PREDS, write_preds
 

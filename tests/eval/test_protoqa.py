@@ -8,9 +8,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from catalog.io.errors import InputError
 from catalog.match import GroundingSettings, Matcher
 from catalog.normalize import normalize_title
-from catalog.shared.errors import InputError
 from data_prep.dataset import load_dataset, write_dataset
 from data_prep.pool import pool_threads
 from data_prep.readers import read_protoqa

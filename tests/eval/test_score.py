@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from catalog.io.errors import InputError
 from catalog.match import GroundingSettings
-from catalog.shared.errors import InputError
 from catalog.table import Catalog
 from data_prep.dataset import PooledDataset
 from eval.bootstrap import BootstrapConfig

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from eval.bootstrap import BootstrapConfig
 from eval.report import plot_curves
 from eval.steps import first_crossing, read_eval_log, steps_to_reach, validation_curve

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from catalog.io.errors import InputError
 from catalog.match import GroundingSettings
-from catalog.shared.errors import InputError
 from eval.training_record import training_comparison, training_grounding
 
 EXACT0 = GroundingSettings(match_mode="exact", year_tolerance=0)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.shared.outputs import file_kind
+from catalog.io.outputs import file_kind
 from remark.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config import RemarkGRPOConfig, load_config
 
 BASE = dict(

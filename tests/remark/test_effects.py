@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config.effects import EFFECTS, Origin, _default, check_effects, conditional_fields
 from remark.config.fields import RemarkGRPOConfig
 

@@ -60,7 +60,7 @@ def test_the_diagnose_command_offers_it(half):
 
 
 def test_the_config_accepts_it(half, tmp_path):
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
     from remark.config import load_config
 
     path = tmp_path / "run.yaml"

@@ -11,7 +11,7 @@ import typing
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.main import build_parser, main
 from remark.config.ranges import RANGES, Bound, check_build_tiny_ranges, flag_type
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.eval.flags import bootstrap_config, emit
 
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from catalog.shared.errors import InputError
-from catalog.shared.files import read_table
+from catalog.io.errors import InputError
+from catalog.io.files import read_table
 from remark.cli.eval.flags import LISTS, bootstrap_config, emit, filter_names, grounding_notes
 from remark.cli.eval.score import score_file
 
@@ -26,7 +26,7 @@ def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
 
     lists = args.lists or "greedy"
     if path.is_dir():
-        from catalog.shared.outputs import output_kind
+        from catalog.io.outputs import output_kind
         from eval.run import RUN_KIND, SCORE_KIND
 
         name, part = LISTS[lists]

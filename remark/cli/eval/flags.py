@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from eval.metric_registry import METRICS
 from remark.cli.grounding_flags import add_grounding_flags
 from remark.config.ranges import MAX_K, flag_type

@@ -18,7 +18,7 @@ def run_convert(args: argparse.Namespace) -> int:
 
 
 def run_protoqa_evaluator(args: argparse.Namespace) -> int:
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
     from eval.protoqa import evaluator_scores, read_protoqa_clusters, read_protoqa_predictions
 
     questions = read_protoqa_clusters(args.targets)

@@ -44,7 +44,7 @@ def score_file(args: argparse.Namespace, predictions: Path, data: Path):
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from catalog.shared.outputs import check_output_dir
+    from catalog.io.outputs import check_output_dir
     from eval.leakage import warn
     from eval.report import metrics_markdown
     from eval.run import SCORE_KIND, write_score_outputs
@@ -65,7 +65,7 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
     from eval.generate import AdapterLoad, GenerationConfig
     from eval.leakage import warn
     from eval.report import metrics_markdown

@@ -10,13 +10,13 @@ import math
 
 from remark.cli.eval.flags import bootstrap_config
 
-#: the ``catalog.shared.outputs.atomic_file`` kinds of ``eval steps --plot`` and ``eval curves --out``.
+#: the ``catalog.io.outputs.atomic_file`` kinds of ``eval steps --plot`` and ``eval curves --out``.
 STEPS_PLOT_KIND = "eval-steps-plot"
 CURVES_KIND = "eval-curves"
 
 
 def run_steps(args: argparse.Namespace) -> int:
-    from catalog.shared.outputs import PLOT_FORMATS, check_output_file
+    from catalog.io.outputs import PLOT_FORMATS, check_output_file
     from eval.report import plot_curves
     from eval.steps import resolve_metric, steps_to_reach, validation_curve
 
@@ -61,7 +61,7 @@ def run_steps(args: argparse.Namespace) -> int:
 
 
 def run_curves(args: argparse.Namespace) -> int:
-    from catalog.shared.outputs import PLOT_FORMATS, check_output_file
+    from catalog.io.outputs import PLOT_FORMATS, check_output_file
     from eval.report import plot_curves
     from eval.steps import resolve_metric, validation_curve
 

@@ -10,7 +10,7 @@ import math
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.main import main
 from remark.demo import METHODS, default_settings, find_protoqa, prepare_protoqa, rl_fields
 from remark.demo.pipeline import check_out, numbers

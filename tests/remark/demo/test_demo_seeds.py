@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from catalog.shared.outputs import OUTPUT_MARKER
+from catalog.io.outputs import OUTPUT_MARKER
 from remark.cli.main import main
 from remark.demo import default_settings
 from remark.demo.evaluation import VIEWS, across_seeds, per_seed_pairs

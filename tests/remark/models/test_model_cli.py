@@ -15,7 +15,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.main import main
 from remark.models import wheel
 from remark.models.sources import MODEL_SOURCES

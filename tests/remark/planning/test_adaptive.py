@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import TrainerControl, TrainerState
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.planning.adaptive import (
     RECOMMENDATION_FILE,
     GroupSizeAdvisor,

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.planning.group_size import (
     expected_signal_prob,
     fit_beta_prior,

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.planning.logs import read_eval_log, read_pass_rates, read_profile
 
 

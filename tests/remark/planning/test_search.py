@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.planning.search import TUNE_HINT, successive_halving, tune
 
 

@@ -23,8 +23,8 @@ import polars as pl
 import pytest
 import torch
 
+from catalog.io.errors import InputError
 from catalog.published import published_slots
-from catalog.shared.errors import InputError
 from catalog.table import Catalog
 from remark.algos import TokenOffsetMapper, end_token_index, token_advantages
 from remark.config import compose_config, load_config

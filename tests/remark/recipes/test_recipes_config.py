@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.main import main
 from remark.config import compose_config
 from remark.recipes import LOSS_FAMILY_FIELDS, RECIPE_DIR, list_recipes, load_recipe, recipe_names

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config import validate_remark_layout
 from tests.remark.recipes.conftest import SIGNAL
 

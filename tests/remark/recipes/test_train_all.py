@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.algos import spec
 from remark.recipes import load_recipe, recipe_names
 from tests.remark.recipes.conftest import (

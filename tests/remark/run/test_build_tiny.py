@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 import remark.run.sft
-from catalog.shared.errors import InputError
-from catalog.shared.outputs import output_kind
+from catalog.io.errors import InputError
+from catalog.io.outputs import output_kind
 from remark.run.build_tiny import build_tiny_assets
 
 pytestmark = pytest.mark.slow

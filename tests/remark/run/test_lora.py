@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from data_prep.card import read_card_header
 from remark.config import RemarkGRPOConfig
 from remark.run.training import run_training

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.cli.main import main
 from remark.config import load_config
 

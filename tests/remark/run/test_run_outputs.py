@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from transformers import TrainerCallback
 
-from catalog.shared.outputs import atomic_dir
+from catalog.io.outputs import atomic_dir
 from remark.cli.main import main
 from remark.run.callbacks import ValidationCallback
 from remark.run.output_dir import prepare_output_dir, previous_run

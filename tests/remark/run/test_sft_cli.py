@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from catalog.shared.outputs import OUTPUT_MARKER, output_kind
+from catalog.io.outputs import OUTPUT_MARKER, output_kind
 from remark.cli.main import main
 
 

@@ -9,7 +9,7 @@ import json
 import polars as pl
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.run.callbacks import ValidationCallback
 from remark.run.training import run_training
 from tests.remark.run.test_training_run import config

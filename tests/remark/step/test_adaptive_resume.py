@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 from remark.config import RemarkGRPOConfig
 from remark.planning.adaptive import write_recommendation
 from remark.run.output_dir import _valid_group_sizes, resume_group_size

@@ -18,8 +18,8 @@ import pytest
 import torch
 import yaml
 
-from catalog.shared.errors import InputError
-from remark.step.vllm_sync import (
+from catalog.io.errors import InputError
+from remark.step.colocated_engine import (
     EngineSettings,
     engine_dtype,
     has_layerwise_reload,

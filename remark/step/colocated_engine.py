@@ -196,7 +196,7 @@ def engine_dtype(model: Any, *, bf16: bool = False, fp16: bool = False) -> str:
 def check_engine_model(model: Any) -> None:
     """Refuse, before the engine starts, a model whose attention head size vLLM's CPU backend lacks (its
     own error comes from deep inside the engine start)."""
-    from catalog.shared.errors import InputError
+    from catalog.io.errors import InputError
     from eval.generate import cpu_head_size_problem
 
     config = model.config

@@ -1,4 +1,4 @@
-"""``remark.step.vllm_sync.sync_weights`` keeps a colocated vLLM engine equal to the policy (float32).
+"""``remark.step.colocated_engine.sync_weights`` keeps a colocated vLLM engine equal to the policy (float32).
 
 After optimizer steps on the policy and a sync, the engine's log-prob of every token it samples equals
 the policy's to 1e-4 nats (seen: 3e-6 to 2e-5), for a tied Llama and an untied Qwen2, with a LoRA adapter
@@ -30,7 +30,7 @@ def fresh(path):
     """The policy from its folder, and the engine of that folder put back to the same weights."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from remark.step.vllm_sync import sync_weights
+    from remark.step.colocated_engine import sync_weights
 
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
@@ -46,7 +46,7 @@ def fresh(path):
 )
 @pytest.mark.parametrize("name", list(MODELS))
 def test_engine_log_probs_equal_the_policy_after_optimizer_steps(models, name, sync):
-    from remark.step.vllm_sync import sync_weights
+    from remark.step.colocated_engine import sync_weights
 
     model, tok, llm, prompts = fresh(models[name])
     gaps, stats = [], []
@@ -67,7 +67,7 @@ def test_a_sync_changes_what_the_engine_generates(models):
     policy's own greedy tokens."""
     from vllm import SamplingParams
 
-    from remark.step.vllm_sync import sync_weights
+    from remark.step.colocated_engine import sync_weights
 
     model, tok, llm, prompts = fresh(models["llama-tied"])
     params = SamplingParams(temperature=0.0, max_tokens=16, ignore_eos=True)
@@ -102,7 +102,7 @@ def test_a_sync_changes_what_the_engine_generates(models):
 
 
 def test_a_tied_head_is_stale_without_its_rebuild(models):
-    from remark.step.vllm_sync import sync_weights
+    from remark.step.colocated_engine import sync_weights
 
     model, tok, llm, prompts = fresh(models["llama-tied"])
     adam_steps(model, len(tok), steps=4, lr=1e-2, seed=5)
@@ -116,7 +116,7 @@ def test_a_tied_head_is_stale_without_its_rebuild(models):
 def test_trl_per_parameter_load_weights_raises_on_the_cpu_backend(models):
     from vllm.platforms import current_platform
 
-    from remark.step.vllm_sync import sync_weights
+    from remark.step.colocated_engine import sync_weights
 
     if not current_platform.is_cpu():
         pytest.skip("the per-parameter path fails on vLLM's CPU backend only")
@@ -135,7 +135,7 @@ def test_a_lora_adapter_is_merged_for_the_sync_and_unmerged_after(models):
     from trl.distributed import DistributedBackend
     from trl.generation.vllm_generation import VLLMGeneration
 
-    from remark.step.vllm_sync import sync_weights
+    from remark.step.colocated_engine import sync_weights
 
     base, tok, llm, prompts = fresh(models["llama-tied"])
     torch.manual_seed(0)

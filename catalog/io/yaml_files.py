@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 __all__ = ["MAX_ALIAS_NODES", "MAX_DEPTH", "compose_yaml", "load_yaml"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 #: the share of the available memory a command may plan to use by default
 FRACTION = 0.8

@@ -15,7 +15,7 @@ the path's (a holder that was just removing the file on release leaves the next 
 removed file: it locks again). On release the file is removed (and the folder too when the lock created
 it and nothing else was written there), so outputs do not carry it.
 
-``atomic_dir`` (``catalog.shared.outputs``) moves a held lock file into the new folder just before the
+``atomic_dir`` (``catalog.io.outputs``) moves a held lock file into the new folder just before the
 swap, so the lock stays with the output through the swap; ``check_output_dir`` does not count it as
 content.
 
@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 __all__ = [
     "LOCK_FILE",

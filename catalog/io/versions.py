@@ -58,8 +58,8 @@ def freeze(*, exclude: tuple[str, ...] = ("remark", "torch")) -> list[str]:
 def read_lock(path: str | os.PathLike[str]) -> dict[str, str]:
     """Canonical package name -> version of a constraints file of ``name==version`` lines (``#`` comments
     and blank lines skipped); anything else is an ``InputError`` naming the line."""
-    from catalog.shared.errors import InputError
-    from catalog.shared.files import read_text
+    from catalog.io.errors import InputError
+    from catalog.io.files import read_text
 
     out: dict[str, str] = {}
     for row, line in enumerate(read_text(path, what="lock file").splitlines(), start=1):

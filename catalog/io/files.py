@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from catalog.shared.errors import InputError
+from catalog.io.errors import InputError
 
 if TYPE_CHECKING:
     import polars as pl

@@ -48,7 +48,7 @@ errno, e.g. polars' ``Invalid thrift: transport error``) is an
 and the previous output, when there was one, is unchanged.
 
 **One writer per folder**: a long command's ``--out`` (``check_output_dir(..., hold=True)``) and a run's
-``output_dir`` are locked for the command's life (``catalog.shared.locks``); ``atomic_dir`` carries a
+``output_dir`` are locked for the command's life (``catalog.io.locks``); ``atomic_dir`` carries a
 held lock file into the new folder at the swap, and ``check_output_dir`` does not count it as content.
 
 Temporary names carry the writer's host and pid (``.NAME.<host>.<pid>.<random>.tmp`` / ``.old``). Before
@@ -73,8 +73,8 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from catalog.shared.errors import InputError
-from catalog.shared.locks import LOCK_FILE, carry_lock, hold_output
+from catalog.io.errors import InputError
+from catalog.io.locks import LOCK_FILE, carry_lock, hold_output
 
 __all__ = [
     "FILE_REGISTRY",
@@ -305,7 +305,7 @@ def output_kind(path: PathLike, *, strict: bool = False) -> str | None:
     """The ``kind`` in ``path``'s ownership marker, or None when it has none (or, unless ``strict``, an
     unreadable one). ``strict``: a marker that is not UTF-8 JSON ``{"kind": str, ...}`` raises
     ``InputError`` naming it and the field."""
-    from catalog.shared.files import read_json
+    from catalog.io.files import read_json
 
     marker = Path(path) / OUTPUT_MARKER
     if not marker.is_file():
@@ -339,7 +339,7 @@ def check_output_dir(
     Allowed: a new path, an empty folder, or a folder whose marker says ``kind``; with ``force`` any
     folder. Never: a path that is, contains or lies inside an input; a file (not a folder). Call it
     before the work starts, so that a refusal costs nothing; ``atomic_dir`` checks again. ``hold``: then
-    take the folder's writer lock for the command's life (``catalog.shared.locks.hold_output``: another
+    take the folder's writer lock for the command's life (``catalog.io.locks.hold_output``: another
     command writing it is refused, exit 2), as every long command does with its ``--out``.
     """
     dest = Path(path)
