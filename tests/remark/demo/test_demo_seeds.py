@@ -17,7 +17,7 @@ from catalog.io.outputs import OUTPUT_MARKER
 from remark.cli.main import main
 from remark.demo import default_settings
 from remark.demo.evaluation import VIEWS, across_seeds, per_seed_pairs
-from remark.demo.report import verdict
+from remark.demo.report import headline_block, resolution, verdict
 
 
 def test_verdict_needs_both_intervals_to_exclude_zero():
@@ -36,17 +36,45 @@ def test_verdict_needs_both_intervals_to_exclude_zero():
     assert "not resolved" in verdict(d((None, None), (0.01, 0.05)), "A", "B")
     one = d((None, None), (0.01, 0.05))
     one["seeds"]["n"] = 1  # one RL seed: the request interval alone, and the report says what it leaves out
-    assert "resolved over requests: A is ahead" in verdict(one, "A", "B")
+    assert "resolved: A is ahead" in verdict(one, "A", "B") and resolution(one) == 1
     assert "training variance is not covered" in verdict(one, "A", "B")
     one["requests"]["ci_low"] = -0.01
     assert verdict(one, "A", "B") == "**not resolved** (the 95% interval over requests contains 0)"
+    assert resolution(one) == 0
+
+
+def test_resolved_has_one_meaning_in_the_headline_and_the_verdict():
+    """``headline_block``'s ``resolved`` is ``resolution``: with several seeds a request interval that excludes 0
+    is not enough when the seed interval contains it."""
+    diff = {
+        "seeds": {"n": 3, "ci_low": -0.01, "ci_high": 0.05, "values": [0.01, 0.02, 0.03]},
+        "requests": {"mean": 0.02, "ci_low": 0.01, "ci_high": 0.03},
+    }
+    assert resolution(diff) == 0 and "not resolved" in verdict(diff, "A", "B")
+    cell = {"requests": {"mean": 0.1}}
+    summary = {
+        "settings": {"validation_samples": 4, "k": 10, "data": "protoqa"},
+        "across_seeds": {
+            "models": {
+                "remark": {"sampled": {"per_responder": cell}},
+                "rank_grpo": {"sampled": {"per_responder": cell}},
+            },
+            "paired": {"remark_vs_rank_grpo": {"sampled": {"per_responder": diff}}},
+        },
+        "test": {"sft": {"greedy": {"n_requests": 40}}},
+        "data": {"description": "x"},
+    }
+    head = headline_block(summary)
+    assert head["resolved"] is False and "not resolved" in head["sentence"]
+    diff["seeds"]["ci_low"] = 0.005
+    assert headline_block(summary)["resolved"] is True and resolution(diff) == 1
 
 
 def test_the_demo_across_seed_cells_are_what_eval_compare_prints(tmp_path, capsys):
     """The demo's across-seed differences (``evaluation.across_seeds``) and ``remark eval compare A1 A2 A3
     --vs B1 B2 B3`` on the same eval folders give the same numbers (random tables, BCa)."""
     rng = np.random.default_rng(5)
-    s = dataclasses.replace(default_settings("synthetic"), ci_resamples=199, seed=3)  # three RL seeds
+    s = dataclasses.replace(default_settings("synthetic"), ci_resamples=199, seed=3, rl_seeds=(0, 1, 2))
     ids = [f"q{i:02d}" for i in range(30)]
     n_rows = rng.integers(1, 5, size=30)
     names = ["sft", *(f"{m}-seed{x}" for x in s.rl_seeds for m in ("remark", "rank_grpo"))]
