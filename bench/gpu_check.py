@@ -2,7 +2,7 @@
 
 Run on one GPU (an H200 here; nothing else is needed, no network, no vLLM):
 
-    python bench/gpu_check.py --out $OUT            # est. 8-10 min on an H200; --deadline-s guards (540)
+    python bench/gpu_check.py --out $OUT            # 12-13 min on an H200 (51-59 s a run): --reps 1 --steps 3 fits one call
     python bench/gpu_check.py --out $OUT --scoring-workers 8 --continuous-batching
     python bench/gpu_check.py --out /tmp/x --smoke  # CPU, tiny model, 2 steps per run, for the tests
 
