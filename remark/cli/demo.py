@@ -99,6 +99,14 @@ def add_parser(subparsers) -> None:
         help="a YAML file of demo settings (remark.demo.settings.DemoSettings fields) over the data's "
         "defaults; flags override it (e.g. experiments/protoqa_cpu/heldout.yaml)",
     )
+    p.add_argument(
+        "--resume-from",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="an unfinished demo's folder (the .<out>...tmp one a killed run left beside --out) with the same "
+        "settings: its finished stages are reused, not run again",
+    )
     p.add_argument("--fast", action="store_true", help="tiny settings for a smoke run (seconds)")
     p.add_argument("--sequential", action="store_true", help="one stage process at a time (--jobs 1)")
     p.add_argument(
@@ -127,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         jobs=1 if args.sequential else args.jobs,
     )
     console = Console(stderr=args.json)
-    summary = run_demo(settings, args.out, console=console, force=args.force)
+    summary = run_demo(settings, args.out, console=console, force=args.force, resume_from=args.resume_from)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0

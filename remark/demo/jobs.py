@@ -68,6 +68,26 @@ def _start(job: Job, root: Path, extra_env: Mapping[str, str]) -> subprocess.Pop
         )
 
 
+def finished(job: Job, root: Path) -> dict[str, Any] | None:
+    """A job already finished in ``root`` with the same kind, threads and spec (a resumed demo), as
+    :func:`run_jobs` reports it (``wall_s``: its last progress record's); None when it must run."""
+    folder = job.folder(root)
+    files = [folder / name for name in ("job.json", "result.json", "threads.json", "cpu.json")]
+    if not all(f.is_file() for f in files):
+        return None
+    want = json.loads(json.dumps({"kind": job.kind, "threads": job.threads, "spec": job.spec}))
+    if read_json(files[0], what="demo job") != want:
+        return None
+    records = read_progress(folder)
+    return {
+        "result": read_json(files[1]),
+        "threads": read_json(files[2]),
+        "wall_s": float(records[-1].get("wall_s", 0.0)) if records else 0.0,
+        "cpu_s": read_json(files[3], schema={"cpu_s": float})["cpu_s"],
+        "reused": True,
+    }
+
+
 def run_jobs(
     jobs: Sequence[Job],
     root: Path,
@@ -80,9 +100,18 @@ def run_jobs(
     """Run ``jobs`` with at most ``slots`` at once; ``{name: {"result", "threads", "wall_s", "cpu_s"}}``.
 
     ``extra_env`` overrides the workers' environment (tests: another ``PYTHONHASHSEED``)."""
-    queue = list(jobs)
-    running: dict[str, tuple[Job, subprocess.Popen, float]] = {}
     done: dict[str, dict[str, Any]] = {}
+    queue = []
+    for job in jobs:  # jobs a resumed demo finished before are reused, not run again
+        found = finished(job, root)
+        if found is None:
+            queue.append(job)
+        else:
+            done[job.name] = found
+            records = read_progress(job.folder(root))
+            if records:
+                on_progress(job, records[-1])
+    running: dict[str, tuple[Job, subprocess.Popen, float]] = {}
     try:
         while queue or running:
             while queue and len(running) < max(1, slots):

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -28,7 +29,9 @@ from typing import Any
 import numpy as np
 
 from catalog.io.errors import InputError
-from catalog.io.outputs import atomic_dir, atomic_write
+from catalog.io.files import read_json
+from catalog.io.locks import LOCK_FILE
+from catalog.io.outputs import OUTPUT_MARKER, atomic_dir, atomic_write
 from catalog.io.versions import package_versions
 from remark.demo.evaluation import (
     TEST_SETS,
@@ -90,8 +93,19 @@ def run_demo(
     console: Any = None,
     progress_disable: bool = False,
     force: bool = False,
+    resume_from: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Run the whole demo into ``out`` (atomically, see the module docstring); returns the summary."""
+    """Run the whole demo into ``out`` (atomically, see the module docstring); returns the summary.
+
+    ``resume_from``: the folder of an unfinished demo with the same settings (the temporary folder a killed
+    or failed run left beside its ``--out``, or a copy of it): its contents are copied into the new run's
+    folder and every stage job that finished there with the same spec is reused, not run again
+    (``remark.demo.jobs.run_jobs``); the folder itself is left as it is.
+    """
+    # torch (and the MKL and OpenMP runtimes in libtorch_cpu) loaded first in this process: loaded late, after
+    # polars, rapidfuzz and matplotlib, its dlopen can find the static TLS block used up and MKL aborts
+    # the process ("Intel oneMKL FATAL ERROR: Cannot load libtorch_cpu.so") after the whole run
+    import torch  # noqa: F401
     from rich.console import Console
 
     from remark.demo.stages import protoqa_source
@@ -104,8 +118,25 @@ def run_demo(
     if s.data_dir is not None:  # stage processes run inside the output folder: an absolute input path
         s = dataclasses.replace(s, data_dir=str(Path(s.data_dir).resolve()))
     check_out(out, force, inputs=inputs)
+    partial = _partial_run(resume_from, s) if resume_from is not None else None
+    moved = None
+    if (
+        partial is not None
+        and partial.parent.resolve() == out.parent.resolve()
+        and partial.name.startswith(f".{out.name}.")
+    ):
+        # the temporary folder a killed run of this --out left: out of the way of atomic_dir's clean-up
+        moved = out.parent / f".{out.name}.resumed"
+        if moved.exists():
+            raise InputError(
+                "an earlier resume's folder is in the way", path=moved, hint="resume from it instead"
+            )
+        os.replace(partial, moved)
+        partial = moved
     t_start = time.monotonic()
     with _LoadSampler() as load, atomic_dir(out, KIND, inputs=inputs, force=force) as tmp:
+        if partial is not None:
+            shutil.copytree(partial, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*NOT_RESUMED))
         with atomic_write(tmp / SETTINGS_FILE) as f:
             f.write_text(json.dumps(dataclasses.asdict(s), indent=2) + "\n")
         summary = _run_stages(s, tmp, console, progress_disable)
@@ -118,7 +149,40 @@ def run_demo(
             f.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         with atomic_write(tmp / "report.md") as f:
             f.write_text(report_markdown(summary))
+    if moved is not None:  # the killed run's own temporary folder, now part of this complete one
+        shutil.rmtree(moved, ignore_errors=True)
     return summary
+
+
+#: What ``resume_from`` does not carry over: ownership and lock files, and the outputs the run writes last.
+NOT_RESUMED = (OUTPUT_MARKER, LOCK_FILE, "summary.json", "report.md")
+
+
+def _partial_run(folder: str | Path, s: DemoSettings) -> Path:
+    """``folder`` checked as an unfinished demo of settings ``s`` (its ``demo_settings.json``)."""
+    folder = Path(folder)
+    path = folder / SETTINGS_FILE
+    if not path.is_file():
+        raise InputError(
+            f"no {SETTINGS_FILE} here: not a demo's folder",
+            path=folder,
+            field="--resume-from",
+            hint="pass the .<out>...tmp folder an unfinished `remark demo` left beside its --out",
+        )
+    saved = read_json(path, what="demo settings")
+    if saved != json.loads(json.dumps(dataclasses.asdict(s))):
+        differ = sorted(
+            k
+            for k in set(saved) | set(dataclasses.asdict(s))
+            if saved.get(k) != json.loads(json.dumps(dataclasses.asdict(s))).get(k)
+        )
+        raise InputError(
+            f"the unfinished run was made with other settings ({', '.join(differ)})",
+            path=path,
+            field="--resume-from",
+            hint="resume with the same flags and --settings file, or start afresh",
+        )
+    return folder
 
 
 def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: bool) -> dict[str, Any]:
