@@ -117,8 +117,8 @@ def run_demo(
         inputs.append(protoqa_source(s))
     if s.data_dir is not None:  # stage processes run inside the output folder: an absolute input path
         s = dataclasses.replace(s, data_dir=str(Path(s.data_dir).resolve()))
+    partial = _partial_run(resume_from, s) if resume_from is not None else None  # before the folder is locked
     check_out(out, force, inputs=inputs)
-    partial = _partial_run(resume_from, s) if resume_from is not None else None
     moved = None
     if (
         partial is not None
