@@ -64,9 +64,9 @@ def test_a_resumed_demo_reuses_finished_jobs_and_gives_the_same_numbers(tmp_path
     assert numbers(second) == numbers(first)
     assert (partial / "logs").is_dir()  # a folder given by path is left as it is
     # other settings: refused in one line, before any work
-    with pytest.raises(InputError, match="other settings"):
-        from remark.demo import default_settings
-        from remark.demo.pipeline import run_demo
+    from remark.demo import default_settings
+    from remark.demo.pipeline import run_demo
 
+    with pytest.raises(InputError, match="other settings"):
         run_demo(default_settings(fast=True, seed=3), tmp_path / "x", resume_from=partial)
     assert not (tmp_path / "x").exists()
