@@ -82,7 +82,7 @@ ALLOCATOR_ENV: dict[str, str] = {
 #: torch's dispatch, ``MKL_CBWR`` MKL's code path (matrix products; MKL's conditional numerical
 #: reproducibility: the same results on every CPU that has the branch, at a fixed thread count), and
 #: ``ONEDNN_MAX_CPU_ISA`` oneDNN's JIT kernels. Every x86-64 CPU since 2013-2015 has AVX2;
-#: ``bench/isa.py`` measures what the pinning costs (``bench/RESULTS.md``). A host without AVX2 runs
+#: ``python bench/allocator.py --setting isa`` measures what the pinning costs (``bench/RESULTS.md``). A host without AVX2 runs
 #: torch's default kernels instead, and its numbers differ (``summary.json``'s ``machine`` says which ran).
 ISA_ENV: dict[str, str] = {
     "ATEN_CPU_CAPABILITY": "avx2",
