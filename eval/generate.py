@@ -384,6 +384,22 @@ def _weights_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.safetensors"))
 
 
+def generation_memory_cap(device: str, weights: int) -> tuple[int, str]:
+    """Bytes a generation step may use on ``device`` beside ``weights`` bytes of weights, and where that
+    figure comes from: 90% of the free memory of a CUDA device, else the host's limit (``memory_limit``)."""
+    import torch
+
+    from catalog.io.memory import format_bytes, memory_limit
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        return int(
+            free * 0.9
+        ) - weights, f"90% of the {format_bytes(free)} free on {device}, less the weights"
+    cap, source = memory_limit()
+    return cap - weights, f"{source}, less the weights"
+
+
 def check_generation_memory(
     model_dir: Path, config_dir: Path, prompt_tokens: Sequence[int], cfg: GenerationConfig
 ) -> None:
@@ -393,7 +409,7 @@ def check_generation_memory(
     longest prompt + the cap) beside the weights, against the CUDA device's free memory or, on CPU, the
     host limit (``catalog.io.memory``), naming ``--batch-size``."""
     from catalog.io.files import read_json
-    from catalog.io.memory import check_fits, format_bytes, memory_limit
+    from catalog.io.memory import check_fits
 
     n = len(prompt_tokens)
     check_fits(
@@ -410,15 +426,7 @@ def check_generation_memory(
     import torch
 
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and torch.cuda.is_available():
-        free, _ = torch.cuda.mem_get_info(torch.device(device))
-        cap, source = (
-            int(free * 0.9) - weights,
-            f"90% of the {format_bytes(free)} free on {device}, less the weights",
-        )
-    else:
-        cap, source = memory_limit()
-        cap, source = cap - weights, f"{source}, less the weights"
+    cap, source = generation_memory_cap(device, weights)
     check_fits(
         need,
         what=f"one generate call of {min(cfg.batch_size, n)} prompts x {max(1, cfg.num_samples)} sequences x "

@@ -112,10 +112,9 @@ def check_prompt_positions(cfg: Any, prompt_tokens: int) -> None:
 def check_generation_memory(cfg: Any, prompt_tokens: int) -> None:
     """Refuse a generation step whose KV cache and logits (beside the weights) cannot be held (see the
     module docstring); nothing is checked when the model's sizes are unknown (a hub id)."""
-    import torch
 
-    from catalog.io.memory import check_fits, format_bytes, memory_limit
-    from eval.generate import kv_cache_bytes
+    from catalog.io.memory import check_fits
+    from eval.generate import generation_memory_cap, kv_cache_bytes
 
     found = _config_of(cfg)
     if found is None or cfg.max_completion_length is None:
@@ -125,15 +124,7 @@ def check_generation_memory(cfg: Any, prompt_tokens: int) -> None:
     tokens = prompt_tokens + cfg.max_completion_length
     need = kv_cache_bytes(config, rows, tokens)
     weights = sum(p.stat().st_size for p in Path(cfg.model_name_or_path).glob("*.safetensors"))
-    if not cfg.use_cpu and torch.cuda.is_available():
-        free, _ = torch.cuda.mem_get_info()
-        cap, source = (
-            int(free * 0.9) - weights,
-            f"90% of the {format_bytes(free)} free on cuda, less the weights",
-        )
-    else:
-        cap, source = memory_limit()
-        cap, source = cap - weights, f"{source}, less the weights"
+    cap, source = generation_memory_cap("cpu" if cfg.use_cpu else "cuda", weights)
     check_fits(
         need,
         what=f"one generation step of {rows} completions (generation_batch_size {cfg.generation_batch_size} over "
