@@ -52,7 +52,7 @@ def evaluate_models(
         num_samples=s.eval_samples,
         temperature=1.0,
         seed=s.seed,
-        engine="transformers",
+        engine="vllm" if s.use_vllm else "transformers",
     )
     ci = BootstrapConfig(n_resamples=s.ci_resamples, seed=s.seed)
     results = {}

@@ -117,6 +117,13 @@ def run_demo(
         inputs.append(protoqa_source(s))
     if s.data_dir is not None:  # stage processes run inside the output folder: an absolute input path
         s = dataclasses.replace(s, data_dir=str(Path(s.data_dir).resolve()))
+    if s.base_model is not None:
+        s = dataclasses.replace(s, base_model=str(check_base_model(s.base_model)))
+        inputs.append(Path(s.base_model))
+    if s.use_vllm:  # vLLM missing: the one-line error that says how to get it, before any work
+        from eval.generate import resolve_engine
+
+        resolve_engine("vllm")
     partial = _partial_run(resume_from, s) if resume_from is not None else None  # before the folder is locked
     check_out(out, force, inputs=inputs)
     moved = None
@@ -314,7 +321,12 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
             "tuning": tuning,
         },
         "data": {"dir": str(data_dir), "description": description, "stats_line": stats_line},
-        "model": {"parameters": _n_params(root / w["base_model"]), "vocab": _vocab(root / w["base_model"])},
+        "model": {
+            "base": s.base_model or "tiny Qwen2 built from scratch (remark.run.tiny_model)",
+            "parameters": _n_params(root / w["base_model"]),
+            "vocab": _vocab(root / w["base_model"]),
+            "generation": "vllm" if s.use_vllm else "transformers",
+        },
         "sft": sft,
         "threads": _threads(s, jobs_done),
         "runs": runs,
@@ -481,6 +493,19 @@ def _finite_or_none(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return _finite_or_none(obj.item())
     return obj
+
+
+def check_base_model(folder: str | Path) -> Path:
+    """``folder`` (absolute) when it holds a pretrained model's ``config.json`` and safetensors weights."""
+    path = Path(folder).resolve()
+    if not (path / "config.json").is_file() or not any(path.glob("*.safetensors")):
+        raise InputError(
+            "no model here (config.json and *.safetensors)",
+            path=path,
+            field="base_model",
+            hint="`make fetch-model` writes SmolLM2-135M-Instruct to .cache/models/smollm2-135m-instruct",
+        )
+    return path
 
 
 def check_out(out: Path, force: bool = False, *, inputs: list[Path] | tuple[Path, ...] = ()) -> None:

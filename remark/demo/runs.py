@@ -92,6 +92,18 @@ def rl_fields(
         "dataloader_num_workers": 0,
         "seed": seed,
         "data_seed": seed,
+    } | (vllm_fields(s) if s.use_vllm else {})
+
+
+def vllm_fields(s: DemoSettings) -> dict[str, Any]:
+    """``RemarkGRPOConfig`` fields of a run with vLLM: an eager engine colocated with the trainer (it starts in
+    seconds), its KV cache, and the validation lists from that engine (``validation_engine: auto``)."""
+    return {
+        "use_vllm": True,
+        "vllm_mode": "colocate",
+        "vllm_kv_cache_gib": s.vllm_kv_cache_gib,
+        "vllm_enforce_eager": True,
+        "vllm_max_model_length": 1024,
     }
 
 

@@ -63,6 +63,16 @@ class DemoSettings:
     """ProtoQA: the 52 crowdsourced dev questions as a second, out-of-distribution test set (``data_crowd/``),
     as ProtoQA's own protocol evaluates: trained on scraped questions, tested on crowdsourced ones."""
     # --- model ---
+    base_model: str | None = None
+    """A pretrained causal LM's folder (safetensors, tokenizer, chat template; e.g. ``make fetch-model``'s
+    SmolLM2-135M-Instruct), warmed up and trained instead of a tiny model built from scratch; a relative path
+    is read from the current folder. The tokenizer and the shape settings below (:data:`SHAPE_FIELDS`) then
+    have no effect, and a settings file that sets them is refused."""
+    use_vllm: bool = False
+    """vLLM generates the RL rollouts (colocated with the trainer), the validation lists (the trainer's
+    engine) and the test lists (an engine per model): needs vLLM's CPU build (``.venv-vllm``)."""
+    vllm_kv_cache_gib: float = 1.0
+    """The KV cache of every vLLM engine, GiB (with ``use_vllm`` only; refused in a file without it)."""
     vocab_size: int = 1024
     hidden_size: int = 128
     intermediate_size: int = 512
@@ -202,7 +212,9 @@ def default_settings(
             lr_grid=(2e-4, 4e-4),
         )
     if settings_file is not None:
-        s = dataclasses.replace(s, **settings_file_overrides(settings_file))
+        overrides = settings_file_overrides(settings_file)
+        _refuse_unused(overrides, base_model=overrides.get("base_model", s.base_model), path=settings_file)
+        s = dataclasses.replace(s, **overrides)
     if steps is not None:
         if steps < 1:
             raise InputError(f"--steps must be >= 1, got {steps}", field="--steps")
@@ -234,8 +246,33 @@ def default_settings(
     return s
 
 
+#: The tiny model's shape (:meth:`DemoSettings.spec_dict`): no effect with a ``base_model``.
+SHAPE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers")
+
 #: Fields a ``--settings`` file may not set: they name the run's mode and inputs, which have their own flags.
 NOT_IN_FILE = ("data", "data_dir", "fast")
+
+
+def _refuse_unused(overrides: dict[str, Any], *, base_model: str | None, path: str | Path) -> None:
+    """A settings file's fields that have no effect under its others: an error naming the field."""
+    if base_model is not None:
+        for key in SHAPE_FIELDS:
+            if key in overrides:
+                raise InputError(
+                    f"{key} shapes the tiny model, which a base_model replaces",
+                    path=path,
+                    field=key,
+                    hint="drop it, or drop base_model",
+                )
+    if "vllm_kv_cache_gib" in overrides and not overrides.get("use_vllm"):
+        raise InputError(
+            "vllm_kv_cache_gib sizes vLLM's engines, which run only with use_vllm: true",
+            path=path,
+            field="vllm_kv_cache_gib",
+            hint="drop it, or set use_vllm: true",
+        )
+    if overrides.get("vllm_kv_cache_gib", 1.0) <= 0:
+        raise InputError("vllm_kv_cache_gib must be > 0", path=path, field="vllm_kv_cache_gib")
 
 
 def settings_file_overrides(path: str | Path) -> dict[str, Any]:
@@ -272,6 +309,8 @@ def settings_file_overrides(path: str | Path) -> dict[str, Any]:
                 raise InputError(f"{key} must be a number", path=path, field=key)
             if isinstance(default, int) and not isinstance(value, int):
                 raise InputError(f"{key} must be an integer", path=path, field=key)
+        elif key == "base_model" and not isinstance(value, str):
+            raise InputError("base_model must be a folder's path", path=path, field=key)
         out[key] = value
     return out
 

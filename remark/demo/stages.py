@@ -219,7 +219,10 @@ def tokenizer_corpus(
 
 
 def build_model(ds, out_dir: Path, s: DemoSettings) -> Path:
-    """Tokenizer + random-init tiny Qwen2 under ``out_dir`` (``remark.run.tiny_model``)."""
+    """Tokenizer + random-init tiny Qwen2 under ``out_dir`` (``remark.run.tiny_model``); with a
+    ``base_model``, that folder (nothing is built)."""
+    if s.base_model is not None:
+        return Path(s.base_model)
     from remark.config.tiny import TinySpec
     from remark.run.tiny_model import build_tiny_model
 

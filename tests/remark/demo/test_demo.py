@@ -173,6 +173,35 @@ def test_settings_file_overrides_defaults_and_flags_override_it(tmp_path):
             default_settings(settings_file=f)
 
 
+def test_pretrained_base_model_settings_refuse_what_has_no_effect(tmp_path, capsys):
+    from remark.demo.pipeline import check_base_model
+
+    f = tmp_path / "s.yaml"
+    f.write_text("base_model: some/model\nuse_vllm: true\nvllm_kv_cache_gib: 2.0\n")
+    s = default_settings(settings_file=f)
+    assert (s.base_model, s.use_vllm, s.vllm_kv_cache_gib) == ("some/model", True, 2.0)
+    a = rl_fields("remark", s, tmp_path, tmp_path, tmp_path / "r")
+    assert (a["use_vllm"], a["vllm_mode"], a["vllm_kv_cache_gib"]) == (True, "colocate", 2.0)
+    assert "use_vllm" not in rl_fields("remark", default_settings(), tmp_path, tmp_path, tmp_path / "r")
+    for text, match in (
+        ("base_model: m\nhidden_size: 64\n", "hidden_size shapes the tiny model"),
+        ("vllm_kv_cache_gib: 2.0\n", "only with use_vllm"),
+        ("use_vllm: true\nvllm_kv_cache_gib: 0\n", "must be > 0"),
+        ("base_model: 3\n", "base_model must be a folder"),
+    ):
+        f.write_text(text)
+        with pytest.raises(InputError, match=match):
+            default_settings(settings_file=f)
+    # a base_model folder without weights: one line naming it and how to fetch one, nothing run
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="config.json and"):
+        check_base_model(tmp_path / "empty")
+    f.write_text(f"base_model: {tmp_path / 'empty'}\n")
+    assert main(["demo", "--fast", "--settings", str(f), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "make fetch-model" in err and not (tmp_path / "out").exists()
+
+
 def test_learning_rate_chosen_by_validation_alone():
     from remark.demo.runs import choose_rates
 
