@@ -194,7 +194,7 @@ def test_pretrained_base_model_settings_refuse_what_has_no_effect(tmp_path, caps
             default_settings(settings_file=f)
     # a base_model folder without weights: one line naming it and how to fetch one, nothing run
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="config.json and"):
+    with pytest.raises(InputError, match=r"config\.json and"):
         check_base_model(tmp_path / "empty")
     f.write_text(f"base_model: {tmp_path / 'empty'}\n")
     assert main(["demo", "--fast", "--settings", str(f), "--out", str(tmp_path / "out")]) == 2
