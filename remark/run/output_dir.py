@@ -25,7 +25,8 @@ Resume means continue (:func:`finished_run`): a run whose ``train_summary.json``
 reached its ``max_steps`` (the one asked for now, or the one it was planned with when ``max_steps`` is -1)
 is not trained again: ``--resume`` says so and writes nothing (``final/`` stays byte for byte), with exit
 status 0 (the state asked for holds already, so a scheduler that re-runs a finished job sees success, not
-an error). A ``max_steps`` above the step reached continues, and says from where to where.
+an error); a changed setting that defines the run (``remark.run.resume_check``) is refused there too, as
+for any resume. A ``max_steps`` above the step reached continues, and says from where to where.
 """
 
 from __future__ import annotations

@@ -161,15 +161,7 @@ def _run_training(
             f"overwrite: removed the previous run's {', '.join(p.name for p in removed)} from {cfg.output_dir}"
         )
     done = finished_run(cfg.output_dir, cfg.max_steps) if resume else None
-    if done is not None:  # resume means continue: a run that reached max_steps is left as it is
-        if main:
-            print(
-                f"resume: the run in {cfg.output_dir} already reached max_steps={cfg.max_steps if cfg.max_steps > 0 else done['global_step']} "
-                f"(step {done['global_step']}, final/ written): nothing to train, nothing rewritten; raise "
-                f"max_steps to continue it (--set max_steps=N)"
-            )
-        return {**done, "resumed": "already finished"}
-    ckpt = resume_checkpoint(cfg.output_dir, resume)
+    ckpt = resume_checkpoint(cfg.output_dir, resume) if done is None else None
     note = resume_message(cfg.output_dir, cfg.max_steps, ckpt) if ckpt is not None else None
     if note and main:
         print(note)
@@ -194,6 +186,17 @@ def _run_training(
     grounding = choose_grounding(ds, cfg.grounding_requested(), by="the training config")
     for name, value in grounding.used.to_dict().items():  # the trainer's reward reads them from cfg
         setattr(cfg, name, value)
+    if done is not None:  # resume means continue: a run that reached max_steps is left as it is
+        from remark.run.resume_check import check_resume
+
+        check_resume(json.loads(cfg.to_json_string()), cfg.output_dir, Path(cfg.output_dir) / "final")
+        if main:
+            print(
+                f"resume: the run in {cfg.output_dir} already reached max_steps={cfg.max_steps if cfg.max_steps > 0 else done['global_step']} "
+                f"(step {done['global_step']}, final/ written): nothing to train, nothing rewritten; raise "
+                f"max_steps to continue it (--set max_steps=N)"
+            )
+        return {**done, "resumed": "already finished"}
     resumes = None
     if ckpt is not None:  # the saved run, not another one: a changed method is refused before the model loads
         from remark.run.resume_check import check_resume, resume_record

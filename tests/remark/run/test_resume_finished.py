@@ -96,6 +96,24 @@ def test_a_resume_that_changes_the_method_is_refused_naming_the_fields(finished,
     assert digest(run) == before
 
 
+def test_a_finished_run_resumed_with_another_method_is_refused_not_called_done(finished, capsys):
+    """Nothing to train is not "the state asked for holds": a resume of a finished run that changes the
+    reward is exit 2 naming the field (read from final/training_args.json), the folder unchanged."""
+    cfg, run = finished
+    before = digest(run)
+    capsys.readouterr()
+    assert main(["train", "--config", str(cfg), "--resume", "--set", "reward_scheme=responder"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert err[0].startswith(
+        f"remark train: error: {run / 'final' / 'training_args.json'}, field '--resume'"
+    ), err[0]
+    assert "reward_scheme 'union' -> 'responder'" in err[0]
+    assert "nothing to train" not in captured.out
+    assert digest(run) == before
+
+
 def test_a_run_killed_before_final_gets_final_from_its_last_checkpoint_without_training(finished, capsys):
     import shutil
 
