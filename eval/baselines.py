@@ -12,6 +12,10 @@ A recall of 0.05 means little without a scale. Beside a model's test values (the
   depend on ``|T|`` and the ranks;
 - ``popularity``: one list per request, the K most popular unseen catalog items (catalog ``popularity``,
   ties by ``item_id``): what a model that learned only the catalog's popularity would write;
+- ``train_popularity`` (given the training requests): the K items training responders named most
+  (``counts`` summed over the training requests; ties by ``item_id``), unseen: popularity that cannot
+  hold a test answer, where a catalog's ``popularity`` may have been counted on every split. The demo's
+  catalog popularity already counts training mentions only, so its reports show ``popularity`` alone;
 - ``genre_popularity`` (catalogs with a ``genre`` column, as the synthetic world's): the K most popular
   unseen items of the genre the request names (the longest catalog genre found in its first user
   message); requests naming none fall back to the popularity list. In the synthetic world this is the
@@ -51,6 +55,7 @@ VIEWS = ("per_responder", "union", "single_mention")
 LEVELS = {
     "chance": "K random unseen catalog items (exact expectation; recall only)",
     "popularity": "the K most popular unseen catalog items",
+    "train_popularity": "the K items training responders named most, unseen",
     "genre_popularity": "the K most popular unseen items of the genre the request names",
     "nearest_request": "the training answers (by count) of the most similar training prompt, then the next, "
     "unseen items, K in all",
@@ -89,6 +94,22 @@ def popularity_lists(requests: pl.DataFrame, catalog: pl.DataFrame, k: int) -> l
     """Per request, the K most popular catalog ids not in its ``seen`` (ties broken by ``item_id``)."""
     order = catalog.sort(["popularity", "item_id"], descending=[True, False], nulls_last=True)["item_id"]
     ranked = order.to_list()
+    return [_top_unseen(ranked, set(seen), k) for seen in requests["seen"].to_list()]
+
+
+def train_popularity_lists(train: pl.DataFrame, requests: pl.DataFrame, k: int) -> list[list[str]]:
+    """Per request, the K items named most by the responders of ``train`` (pooled rows: ``union``,
+    ``counts``), not in its ``seen``: mentions ``m(i) = sum over training rows of counts[i]``, ranked by
+    ``m`` descending, ties by ``item_id``. Shapes: ``train`` T rows, ``requests`` R rows -> R lists."""
+    ranked = (
+        train.select(pl.col("union").alias("item_id"), pl.col("counts").alias("n"))
+        .explode("item_id", "n")
+        .drop_nulls("item_id")
+        .group_by("item_id")
+        .agg(pl.col("n").sum())
+        .sort(["n", "item_id"], descending=[True, False])["item_id"]
+        .to_list()
+    )
     return [_top_unseen(ranked, set(seen), k) for seen in requests["seen"].to_list()]
 
 
@@ -216,8 +237,8 @@ def baseline_tables(
 
     ``popularity``, ``genre_popularity``, ``nearest_request`` and ``seen_request`` score lists of
     ``max(ks)`` items (their top k is the level's list at k); ``popularity`` is left out when no catalog
-    item has a popularity, ``genre_popularity`` without a ``genre`` column, the request levels without
-    ``train`` (the training requests), ``seen_request`` when no request has a training twin. ``chance`` holds :func:`chance_recall_R` in the recall columns of the
+    item has a popularity, ``genre_popularity`` without a ``genre`` column, ``train_popularity`` and the
+    request levels without ``train`` (the training requests), ``seen_request`` when no request has a training twin. ``chance`` holds :func:`chance_recall_R` in the recall columns of the
     empty lists' table (same rows, weights and exclusions), and only those.
     """
     ks = sorted(set(ks))
@@ -234,6 +255,7 @@ def baseline_tables(
         "popularity": popularity_lists(requests, catalog, max(ks))
         if catalog["popularity"].is_not_null().any()
         else None,
+        "train_popularity": train_popularity_lists(train, requests, max(ks)) if train is not None else None,
         "genre_popularity": genre_lists(requests, catalog, max(ks)),
         **request_lists(requests, train, max(ks)),
     }

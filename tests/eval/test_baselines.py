@@ -195,6 +195,20 @@ def test_nearest_request_lists_by_hand():
     assert nearest_request_lists(TRAIN.head(0), HELD_OUT, 2) == [[], [], []]
 
 
+def test_train_popularity_lists_count_training_mentions_by_hand():
+    from eval.baselines import train_popularity_lists
+
+    # mentions: cherry 2 + 2 = 4, banana 3, strawberry 2, then apple, metropolis, solaris 1 each (by id)
+    assert train_popularity_lists(TRAIN, HELD_OUT, 3) == [
+        ["cherry", "strawberry", "apple"],  # r1 has seen banana
+        ["cherry", "banana", "strawberry"],
+        ["cherry", "banana", "strawberry"],
+    ]
+    assert train_popularity_lists(TRAIN, HELD_OUT, 6)[1] == ["cherry", "banana", "strawberry", "apple",
+                                                              "metropolis", "solaris"]  # fmt: skip
+    assert train_popularity_lists(TRAIN.head(0), HELD_OUT, 2) == [[], [], []]
+
+
 def test_seen_request_lists_by_hand():
     from eval.baselines import seen_request_lists
 
@@ -226,6 +240,10 @@ def test_request_levels_score_with_the_eval_code():
     assert levels["nearest_request"]["per_responder"]["recall@3"]["mean"] == pytest.approx(2.5 / 4)
     # k = 1 is the top of the k = 3 lists: [cherry], [solaris], [cherry]: 0 everywhere
     assert levels["nearest_request"]["per_responder"]["recall@1"]["mean"] == 0
+    # training popularity: r1 [cherry, strawberry, apple] 1 and 0; r2 0; r4 [cherry, banana, strawberry] 1/2
+    assert levels["train_popularity"]["per_responder"]["recall@3"]["mean"] == pytest.approx(1.5 / 4)
+    assert levels["train_popularity"]["union"]["recall@3"]["mean"] == pytest.approx(1 / 3)
+    assert "train_popularity" not in baseline_levels(HELD_OUT, catalog, ks=[3], config=ci)
     assert set(LEVELS) >= {"nearest_request", "seen_request"}
     without_twins = baseline_levels(HELD_OUT.slice(1, 1), catalog, ks=[3], config=ci, train=TRAIN)
     assert "nearest_request" in without_twins and "seen_request" not in without_twins

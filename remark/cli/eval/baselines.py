@@ -1,4 +1,4 @@
-"""``remark eval baselines``: the chance, popularity, genre-popularity, nearest-request and seen-request
+"""``remark eval baselines``: the chance, popularity, training-popularity, genre-popularity, nearest-request and seen-request
 levels on a dataset's split (``eval.baselines.baseline_levels``), scored with the metric code and the
 bootstrap of ``eval score``, and the split's overlap with the training split (``eval.leakage``)."""
 
@@ -62,7 +62,7 @@ def run_baselines(args: argparse.Namespace) -> int:
         notes.append("no genre_popularity level: the catalog has no genre column")
     if train.height == 0:
         notes.append(
-            f"no nearest_request or seen_request level: the dataset has no request in split {train_split!r} "
+            f"no train_popularity, nearest_request or seen_request level: the dataset has no request in split {train_split!r} "
             "(--train-split)"
         )
     elif "seen_request" in levels:
