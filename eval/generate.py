@@ -10,7 +10,8 @@ Prompts are ``data_prep.prompts.build_messages`` rendered with the tokenizer's o
   ``temperature=0`` for greedy. The engine runs in the checkpoint's dtype (vLLM's ``"auto"`` would turn a
   float32 checkpoint into bfloat16), is fed the prompts' token ids as transformers tokenizes them, and its
   token ids are decoded by the same tokenizer, so greedy float32 lists equal transformers' token for
-  token. On CPU its KV cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB, else :data:`CPU_KV_CACHE_GIB`, and it runs
+  token. On CPU its KV cache is :attr:`GenerationConfig.kv_cache_gib`, else ``VLLM_CPU_KVCACHE_SPACE`` GiB
+  (whole GiB: vLLM itself parses that variable as an integer), else :data:`CPU_KV_CACHE_GIB`, and it runs
   eagerly (no compile: seconds to start) in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0`` unless
   set: vLLM's engine and worker processes would each import vLLM again, minutes on a busy machine). :func:`vllm_runner` runs over an engine already built (the
   trainer's validation uses its colocated one).
@@ -64,6 +65,9 @@ class GenerationConfig:
     """``auto``, ``transformers`` or ``vllm``."""
     device: str | None = None
     """Torch device for the transformers engine (default: cuda when available, else cpu)."""
+    kv_cache_gib: float | None = None
+    """KV cache of the vLLM engine on CPU, in GiB (vLLM's ``kv_cache_memory_bytes``, so fractions work);
+    None: ``VLLM_CPU_KVCACHE_SPACE`` when set, else :data:`CPU_KV_CACHE_GIB`."""
 
     @property
     def cap(self) -> int:
@@ -91,6 +95,8 @@ class GenerationConfig:
                 field="temperature",
                 hint="sampling needs a temperature > 0",
             )
+        if self.kv_cache_gib is not None and not self.kv_cache_gib > 0:
+            raise InputError(f"kv_cache_gib={self.kv_cache_gib}", field="kv_cache_gib", hint="use a size > 0")
         if self.engine not in ("auto", "transformers", "vllm"):
             raise InputError(
                 f"unknown engine {self.engine!r}", field="engine", hint="use auto, transformers or vllm"
@@ -263,7 +269,7 @@ def _vllm(model_dir: Path, cfg: GenerationConfig, tokenizer: Any, max_model_len:
 
     kwargs: dict[str, Any] = {}
     if not torch.cuda.is_available():
-        gib = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_CACHE_GIB)
+        gib = cfg.kv_cache_gib or float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KV_CACHE_GIB)
         kwargs |= {"kv_cache_memory_bytes": int(gib * (1 << 30)), "enforce_eager": True}
         # the engine in this process: its own engine and worker processes would import vLLM twice more
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")

@@ -626,8 +626,12 @@ def atomic_dir(
     inputs: Iterable[PathLike | None] = (),
     force: bool = False,
     field: str = "--out",
+    keep_on_failure: PathLike | None = None,
 ) -> Iterator[Path]:
     """Yield a temporary folder next to ``path``; it becomes ``path``, with its marker, when the block succeeds.
+
+    When the block fails the temporary folder is deleted, or, with ``keep_on_failure``, renamed to that path
+    (unless the disk is full or the path exists): the work of a long command stays there to resume from.
 
     ``kind`` names what writes it (``"prep"``, ``"eval-score"``, ...): an existing ``path`` is replaced only
     when it is empty or an earlier output of the same kind, or with ``force``; ``inputs`` are never
@@ -658,7 +662,11 @@ def atomic_dir(
         check_output_dir(dest, kind, inputs=inputs, force=force, field=field)  # it may have changed meanwhile
     except BaseException as exc:
         full = _disk_full(dest.parent)  # before the temporary goes: it holds what filled the disk
-        if tmp is not None:
+        keep = None if keep_on_failure is None or full else Path(keep_on_failure)
+        if tmp is not None and keep is not None and not keep.exists():
+            with contextlib.suppress(OSError):
+                os.replace(tmp, keep)
+        if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         failure = _write_failure(exc, dest, existed=existed, field=field, full=full)
         if failure is None:

@@ -104,8 +104,9 @@ def add_parser(subparsers) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="an unfinished demo's folder (the .<out>...tmp one a killed run left beside --out) with the same "
-        "settings: its finished stages are reused, not run again",
+        help="an unfinished demo's folder with the same settings (the .<out>.unfinished-* one a failed or "
+        "interrupted run kept and named, or the .<out>...tmp one a killed run left beside --out): its "
+        "finished stages are reused, not run again",
     )
     p.add_argument("--fast", action="store_true", help="tiny settings for a smoke run (seconds)")
     p.add_argument("--sequential", action="store_true", help="one stage process at a time (--jobs 1)")

@@ -53,6 +53,8 @@ def evaluate_models(
         temperature=1.0,
         seed=s.seed,
         engine="vllm" if s.use_vllm else "transformers",
+        # passed as a size, not through VLLM_CPU_KVCACHE_SPACE: vLLM parses that as whole GiB
+        kv_cache_gib=s.vllm_kv_cache_gib if s.use_vllm else None,
     )
     ci = BootstrapConfig(n_resamples=s.ci_resamples, seed=s.seed)
     results = {}

@@ -97,10 +97,11 @@ def run_demo(
 ) -> dict[str, Any]:
     """Run the whole demo into ``out`` (atomically, see the module docstring); returns the summary.
 
-    ``resume_from``: the folder of an unfinished demo with the same settings (the temporary folder a killed
-    or failed run left beside its ``--out``, or a copy of it): its contents are copied into the new run's
-    folder and every stage job that finished there with the same spec is reused, not run again
-    (``remark.demo.jobs.run_jobs``); the folder itself is left as it is.
+    ``resume_from``: the folder of an unfinished demo with the same settings (the ``.<out>.unfinished-*``
+    folder a failed or interrupted run keeps beside its ``--out`` and names, the ``.<out>...tmp`` one a
+    killed run left, or a copy of either): its contents are copied into the new run's folder and every stage
+    job that finished there with the same spec is reused, not run again (``remark.demo.jobs.run_jobs``); a
+    folder beside ``--out`` is removed once its contents are carried over, any other is left as it is.
     """
     # torch (and the MKL and OpenMP runtimes in libtorch_cpu) loaded first in this process: loaded late, after
     # polars, rapidfuzz and matplotlib, its dlopen can find the static TLS block used up and MKL aborts
@@ -134,30 +135,66 @@ def run_demo(
     ):
         # the temporary folder a killed run of this --out left: out of the way of atomic_dir's clean-up
         moved = out.parent / f".{out.name}.resumed"
-        if moved.exists():
-            raise InputError(
-                "an earlier resume's folder is in the way", path=moved, hint="resume from it instead"
-            )
-        os.replace(partial, moved)
+        if partial.resolve() != moved.resolve():
+            if moved.exists():
+                raise InputError(
+                    "an earlier resume's folder is in the way", path=moved, hint="resume from it instead"
+                )
+            os.replace(partial, moved)
         partial = moved
     t_start = time.monotonic()
-    with _LoadSampler() as load, atomic_dir(out, KIND, inputs=inputs, force=force) as tmp:
-        if partial is not None:
-            shutil.copytree(partial, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*NOT_RESUMED))
-        with atomic_write(tmp / SETTINGS_FILE) as f:
-            f.write_text(json.dumps(dataclasses.asdict(s), indent=2) + "\n")
-        summary = _run_stages(s, tmp, console, progress_disable)
-        summary["machine"]["load_1min"] = load.summary()
-        summary["timing"]["total_s"] = time.monotonic() - t_start
-        summary["notes"] = report_notes(summary)
-        summary = {"headline": headline_block(summary), **summary}
-        summary = _finite_or_none(summary)
-        with atomic_write(tmp / "summary.json") as f:
-            f.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-        with atomic_write(tmp / "report.md") as f:
-            f.write_text(report_markdown(summary))
+    kept = unfinished_dir(out)
+    carried = False  # the resumed folder's contents are all in this run's folder
+    try:
+        with (
+            _LoadSampler() as load,
+            atomic_dir(out, KIND, inputs=inputs, force=force, keep_on_failure=kept) as tmp,
+        ):
+            if partial is not None:
+                shutil.copytree(partial, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*NOT_RESUMED))
+                carried = True
+            summary = _finish(s, tmp, console, progress_disable, load, t_start)
+    except BaseException:
+        resume = kept
+        if moved is not None and not (carried and kept.is_dir()):  # the resumed folder is the whole one
+            shutil.rmtree(kept, ignore_errors=True)
+            resume = moved
+        elif moved is not None and kept.is_dir():
+            shutil.rmtree(moved, ignore_errors=True)  # all of it is in the kept folder
+        if resume.is_dir():
+            console.print(
+                f"[bold]the work done so far is kept in {resume}[/]: rerun the same command with "
+                f"--resume-from {resume} to go on from it",
+                soft_wrap=True,  # a path to copy, never broken across lines
+            )
+        raise
     if moved is not None:  # the killed run's own temporary folder, now part of this complete one
         shutil.rmtree(moved, ignore_errors=True)
+    return summary
+
+
+def unfinished_dir(out: Path) -> Path:
+    """Where a failed or interrupted demo of ``out`` keeps its folder (a new name each time, beside ``out``;
+    not a ``.tmp`` folder, which the next write of ``out`` would clean away as stale)."""
+    return out.parent / f".{out.name}.unfinished-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def _finish(
+    s: DemoSettings, tmp: Path, console: Any, progress_disable: bool, load: Any, t_start: float
+) -> dict[str, Any]:
+    """The stages, then ``summary.json`` and ``report.md``, in the run's folder ``tmp``."""
+    with atomic_write(tmp / SETTINGS_FILE) as f:
+        f.write_text(json.dumps(dataclasses.asdict(s), indent=2) + "\n")
+    summary = _run_stages(s, tmp, console, progress_disable)
+    summary["machine"]["load_1min"] = load.summary()
+    summary["timing"]["total_s"] = time.monotonic() - t_start
+    summary["notes"] = report_notes(summary)
+    summary = {"headline": headline_block(summary), **summary}
+    summary = _finite_or_none(summary)
+    with atomic_write(tmp / "summary.json") as f:
+        f.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    with atomic_write(tmp / "report.md") as f:
+        f.write_text(report_markdown(summary))
     return summary
 
 

@@ -21,7 +21,6 @@ Kinds:
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -94,8 +93,6 @@ def _eval(spec: dict[str, Any], progress: _Progress) -> dict[str, Any]:
     from remark.demo.settings import settings_from_dict
 
     s = settings_from_dict(spec["settings"])
-    if s.use_vllm:  # the KV cache of each evaluation engine (eval.generate reads it)
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(s.vllm_kv_cache_gib)
     models = {name: Path(p) for name, p in spec["models"].items()}
     done = []
 

@@ -88,3 +88,40 @@ def test_seeded_sampling_on_a_small_token_budget_is_admitted_whole(tmp_path):
     params = SamplingParams(n=2, temperature=1.0, max_tokens=8, seed=3)
     with pytest.raises(RuntimeError, match="does not use offset"):
         _small_budget_engine(model).generate([{"prompt_token_ids": p} for p in ids], params, use_tqdm=False)
+
+
+def test_demo_test_evaluation_runs_vllm_with_the_settings_kv_cache(vllm_world, tmp_path, monkeypatch):
+    """The demo's test stage (``remark.demo.worker`` ``eval`` job) with ``use_vllm``: the engine's KV cache is
+    the settings' ``vllm_kv_cache_gib`` in bytes, fractions included, and nothing is put in
+    ``VLLM_CPU_KVCACHE_SPACE`` (vLLM parses that as whole GiB: ``"1.0"`` failed the engine's config after
+    the whole RL grid had run)."""
+    import dataclasses
+    import os
+
+    import vllm
+
+    from remark.demo.settings import DemoSettings
+    from remark.demo.worker import KINDS
+
+    kwargs_seen = []
+
+    class Recorded(vllm.LLM):
+        def __init__(self, *args, **kwargs):
+            kwargs_seen.append(kwargs)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(vllm, "LLM", Recorded)
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    data, model = vllm_world
+    s = DemoSettings(fast=True, use_vllm=True, vllm_kv_cache_gib=0.75, k=3, eval_samples=1, ci_resamples=50)
+    spec = {
+        "settings": json.loads(json.dumps(dataclasses.asdict(s))),
+        "models": {"sft": str(model)},
+        "data_dir": str(data),
+        "out": str(tmp_path / "eval"),
+    }
+    results = KINDS["eval"](spec, lambda **_: None)
+    assert "VLLM_CPU_KVCACHE_SPACE" not in os.environ
+    assert [kw["kv_cache_memory_bytes"] for kw in kwargs_seen] == [int(0.75 * (1 << 30))]
+    assert results["sft"]["generation"]["engine"] == "vllm"
+    assert (tmp_path / "eval" / "sft" / "per_request_sampled.parquet").is_file()

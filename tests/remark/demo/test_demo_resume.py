@@ -70,3 +70,46 @@ def test_a_resumed_demo_reuses_finished_jobs_and_gives_the_same_numbers(tmp_path
     with pytest.raises(InputError, match="other settings"):
         run_demo(default_settings(fast=True, seed=3), tmp_path / "x", resume_from=partial)
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_a_failed_demo_keeps_its_work_and_resumes_from_it(tmp_path, capsys, monkeypatch):
+    """A demo that fails after its stages ran (here: writing the report) keeps its folder beside ``--out``
+    under a name the next write does not clean away, says so with the flag to pass, writes no ``--out``;
+    resuming from it runs no training again, gives the numbers of an uninterrupted run, and removes it."""
+    import remark.demo.pipeline as pipeline
+
+    whole = tmp_path / "whole"
+    assert main(["demo", "--fast", "--out", str(whole), "--seed", "2"]) == 0
+    first = json.loads((whole / "summary.json").read_text())
+
+    def broken(summary):
+        raise RuntimeError("report failed")
+
+    out = tmp_path / "out"
+    real = pipeline.report_markdown
+    monkeypatch.setattr(pipeline, "report_markdown", broken)
+    capsys.readouterr()
+    assert main(["demo", "--fast", "--out", str(out), "--seed", "2"]) == 1
+    printed = capsys.readouterr()
+    (kept,) = tmp_path.glob(".out.unfinished-*")
+    assert f"--resume-from {kept}" in " ".join((printed.out + printed.err).split())
+    assert not out.exists() and (kept / "logs").is_dir()
+    assert "report failed" in printed.err  # the cause is still shown
+    # a plain rerun's clean-up of stale temporary folders leaves it alone
+    from catalog.io.outputs import clean_stale
+
+    clean_stale(out)
+    assert kept.is_dir()
+    walls = {  # each finished job's recorded wall time: a job run again would record another
+        d.name: json.loads((d / "progress.jsonl").read_text().splitlines()[-1])["wall_s"]
+        for d in (kept / "logs").iterdir()
+        if not d.name.startswith("eval-")
+    }
+    monkeypatch.setattr(pipeline, "report_markdown", real)
+    assert main(["demo", "--fast", "--out", str(out), "--seed", "2", "--resume-from", str(kept)]) == 0
+    second = json.loads((out / "summary.json").read_text())
+    trained = {n: t["wall_s"] for n, t in second["timing"]["jobs"].items() if not n.startswith("eval-")}
+    assert trained == walls and len(walls) >= 5  # warm-up and RL runs reused, not run again
+    assert numbers(second) == numbers(first)
+    assert not kept.exists() and not list(tmp_path.glob(".out.*"))
