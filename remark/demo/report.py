@@ -32,6 +32,12 @@ def _num(x: Any) -> float:
     return float("nan") if x is None else float(x)
 
 
+def _seed_range(seeds: dict[str, Any]) -> str:
+    """``min to max`` over seeds, or n/a where the metric has no value (a view the data cannot score)."""
+    lo, hi = _num(seeds.get("min")), _num(seeds.get("max"))
+    return f"{lo:.3f} to {hi:.3f}" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
+
+
 def _cell(cell: dict[str, Any] | None, scale: float = 1.0, digits: int = 3, sign: bool = False) -> str:
     if not cell or not math.isfinite(_num(cell.get("mean"))):
         return "n/a"
@@ -303,13 +309,19 @@ def _scale_lines(summary: dict[str, Any]) -> list[str]:
         f"For scale, test per-responder recall@{k} on the same {ev['sft']['greedy']['n_requests']} requests "
         f"and metric: {ref}. Models (seed means): {got}."
     )
-    start = _num(seeds["sft"]["sampled"]["per_responder"]["requests"]["mean"]) if "sft" in seeds else math.nan
-    best_level = max(_num(v["per_responder"]) for n, v in levels.items() if n != "seen_request")
-    if math.isfinite(start) and start < best_level:
+    named = {n: _num(v["per_responder"]) for n, v in levels.items() if n != "seen_request"}
+    best_name = max(named, key=lambda n: named[n]) if named else None
+    sft = seeds.get("sft", {})
+    start = {lists: _num(sft[lists]["per_responder"]["requests"]["mean"]) for lists in sft}
+    below = best_name is not None and start.get("sampled", math.inf) < named[best_name]
+    if below:
         line += (
-            " The SFT start is below the best reference level: on requests it never saw, the warm-up has not "
-            "learned more than that baseline, and the comparison is between two ways of improving a weak start."
+            f" The SFT start's sampled lists ({start['sampled']:.3f}) are below the best reference level "
+            f"({best_name} {named[best_name]:.3f}): on requests it never saw, the warm-up has not learned "
+            "more than that baseline, and the comparison is between two ways of improving a weak start."
         )
+        if start.get("greedy", -math.inf) >= named[best_name]:
+            line += f" Its greedy lists ({start['greedy']:.3f}) are above it."
     return [line, ""]
 
 
@@ -469,10 +481,7 @@ def _tables(summary: dict[str, Any]) -> list[str]:
             cells = [_cell(by_view[v]["requests"]) for v in VIEWS]
             lines.append(f"| {LABELS[m]} | {lists} | " + " | ".join(cells) + " |")
             if m != "sft" and not one:
-                ranges = [
-                    f"{_num(by_view[v]['seeds']['min']):.3f} to {_num(by_view[v]['seeds']['max']):.3f}"
-                    for v in VIEWS
-                ]
+                ranges = [_seed_range(by_view[v]["seeds"]) for v in VIEWS]
                 lines.append("| | range over seeds | " + " | ".join(ranges) + " |")
     lines += ["", "## Paired differences (points of recall, x100)", ""]
     lines += [
@@ -500,9 +509,10 @@ def _tables(summary: dict[str, Any]) -> list[str]:
                     + " |"
                 )
     lines += ["", "## Per seed: best checkpoints and training signal", ""]
+    window = summary["runs"][METHODS[0]][f"seed{s['rl_seeds'][0]}"]["train"].get("reward_window", 10)
     lines += [
         "| method | seed | lr | best step | best validation value | test, sampled | test, greedy | "
-        "reward, first 10 -> last 10 steps | zero-signal groups |",
+        f"reward, first {window} -> last {window} steps | zero-signal groups |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for m in METHODS:

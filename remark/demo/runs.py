@@ -136,16 +136,20 @@ def choose_rates(best: dict[str, dict[float, float | None]]) -> dict[str, float]
 
 
 def train_diagnostics(log_folder: Path) -> dict[str, Any]:
-    """Training reward (mean, first and last 10 steps) and the mean share of zero-signal groups."""
+    """Training reward (mean, and mean over the first and the last ``window`` steps) and the mean share of
+    zero-signal groups. ``window = min(10, max(1, steps // 2))``: the two windows never overlap, so a
+    10-step run compares steps 1-5 with 6-10 rather than the same ten steps twice."""
     steps = read_progress(log_folder)
+    window = min(10, max(1, len(steps) // 2))
 
     def mean(key: str) -> float | None:
         vals = [h[key] for h in steps if key in h and h[key] == h[key]]
         return float(np.mean(vals)) if vals else None
 
-    head, tail = steps[:10], steps[-10:]
+    head, tail = steps[:window], steps[-window:]
     return {
         "steps": len(steps),
+        "reward_window": window,
         "reward_mean": mean("reward"),
         "reward_first": float(np.mean([h["reward"] for h in head])) if head else None,
         "reward_last": float(np.mean([h["reward"] for h in tail])) if tail else None,

@@ -210,6 +210,52 @@ def test_learning_rate_chosen_by_validation_alone():
     assert choose_rates({"remark": {1e-4: None, 2e-4: 0.0}}) == {"remark": 2e-4}
 
 
+def test_training_reward_windows_never_overlap(tmp_path):
+    from remark.demo.runs import train_diagnostics
+
+    def log(rewards, zero=None):
+        folder = tmp_path / str(len(rewards))
+        folder.mkdir()
+        rows = [
+            {"reward": r, **({"train/zero_signal_frac": zero} if zero is not None else {})} for r in rewards
+        ]
+        (folder / "progress.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return train_diagnostics(folder)
+
+    ten = log([0.0] * 5 + [1.0] * 5, zero=0.25)  # 10 steps: steps 1-5 against 6-10, not 1-10 twice
+    assert (ten["reward_window"], ten["reward_first"], ten["reward_last"]) == (5, 0.0, 1.0)
+    assert ten["reward_mean"] == 0.5 and ten["zero_signal_frac_mean"] == 0.25
+    long = log([float(i) for i in range(30)])  # 30 steps: the first and the last 10
+    assert (long["reward_window"], long["reward_first"], long["reward_last"]) == (10, 4.5, 24.5)
+    assert long["zero_signal_frac_mean"] is None
+    one = log([2.0])
+    assert (one["reward_window"], one["reward_first"], one["reward_last"]) == (1, 2.0, 2.0)
+
+
+def test_scale_line_names_the_lists_below_the_best_reference():
+    from remark.demo.report import _scale_lines, _seed_range
+
+    def summary(sampled, greedy):
+        cell = lambda x: {"per_responder": {"requests": {"mean": x}}}  # noqa: E731
+        return {
+            "settings": {"k": 10},
+            "test": {"sft": {"greedy": {"n_requests": 123}}},
+            "across_seeds": {"models": {"sft": {"sampled": cell(sampled), "greedy": cell(greedy)}}},
+            "reference_levels": {"chance": {"per_responder": 0.003}, "popularity": {"per_responder": 0.031}},
+        }
+
+    line = _scale_lines(summary(0.027, 0.050))[0]
+    assert (
+        "The SFT start's sampled lists (0.027) are below the best reference level (popularity 0.031)" in line
+    )
+    assert "Its greedy lists (0.050) are above it." in line
+    line = _scale_lines(summary(0.027, 0.030))[0]
+    assert "below the best reference level" in line and "greedy lists (" not in line
+    assert "below" not in _scale_lines(summary(0.040, 0.050))[0]
+    assert _seed_range({"min": 0.0381, "max": 0.0672}) == "0.038 to 0.067"
+    assert _seed_range({"min": None, "max": None}) == "n/a"  # a view the data cannot score
+
+
 def _pooled(requests: pl.DataFrame, ds) -> pl.DataFrame:
     ids = ds.responder_rows.group_by("request_id", maintain_order=True).agg(pl.col("responder_id"))
     return requests.join(ids.rename({"responder_id": "responder_ids"}), on="request_id")
