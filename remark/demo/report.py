@@ -509,7 +509,7 @@ def _tables(summary: dict[str, Any]) -> list[str]:
                     + " |"
                 )
     lines += ["", "## Per seed: best checkpoints and training signal", ""]
-    window = summary["runs"][METHODS[0]][f"seed{s['rl_seeds'][0]}"]["train"].get("reward_window", 10)
+    window = summary["runs"][next(iter(METHODS))][f"seed{s['rl_seeds'][0]}"]["train"].get("reward_window", 10)
     lines += [
         "| method | seed | lr | best step | best validation value | test, sampled | test, greedy | "
         f"reward, first {window} -> last {window} steps | zero-signal groups |",
