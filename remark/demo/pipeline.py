@@ -437,7 +437,8 @@ def _overlap(train, requests) -> dict[str, Any]:
 
 
 def machine_record(jobs_done: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The host: CPU model, its vector instruction sets, and the kernels torch ran in the stage processes."""
+    """The host: CPU vendor, model and vector instruction sets, and the kernels torch and MKL ran in the
+    stage processes."""
     import torch
 
     from remark.demo.worker_env import cpu_info
@@ -453,6 +454,8 @@ def machine_record(jobs_done: dict[str, dict[str, Any]] | None = None) -> dict[s
             {d["threads"].get("cpu_capability") for d in jobs_done.values() if d.get("threads")} - {None}
         )
         rec["stage_cpu_capability"] = caps
+        branches = {d["threads"].get("mkl_branch") for d in jobs_done.values() if d.get("threads")}
+        rec["stage_mkl_branch"] = sorted(branches - {None})
     return rec
 
 

@@ -17,8 +17,8 @@ process started with :func:`worker_env`, which fixes, *before* any library start
   stage cannot fix it from inside an already running ``remark`` process) and rayon's
   (``RAYON_NUM_THREADS``, used by the tokenizer trainer), with ``TOKENIZERS_PARALLELISM=false``;
 - glibc's allocator keeps freed memory for reuse (:data:`ALLOCATOR_ENV`), which changes the speed only;
-- every CPU kernel's instruction set pinned to AVX2 (:data:`ISA_ENV`), so that hosts with and without
-  AVX-512 compute alike;
+- every CPU kernel's code path pinned (:data:`ISA_ENV`): torch's and oneDNN's to AVX2, MKL's to its
+  vendor-neutral branch, so that hosts with and without AVX-512, Intel's and AMD's, compute alike;
 - ``PYTHONHASHSEED=0``, so even a set or dict of strings iterates in one order (none is known to
   matter: the test above also runs with two different hash seeds);
 - datasets and dataloaders in-process (``dataset_num_proc`` None, ``dataloader_num_workers`` 0, set in
@@ -75,37 +75,66 @@ ALLOCATOR_ENV: dict[str, str] = {
 }
 
 
-#: The instruction set of every CPU kernel, pinned to AVX2 so that x86 hosts compute alike. The same
-#: seed, versions and thread count trained differently on an AVX-512 host and an AVX2-only one: torch's own
-#: vectorised kernels (softmax, reductions, optimizers) are compiled per instruction set and dispatched to
-#: the widest the CPU has, and vectors of another width sum in another order. ``ATEN_CPU_CAPABILITY`` pins
-#: torch's dispatch, ``MKL_CBWR`` MKL's code path (matrix products; MKL's conditional numerical
-#: reproducibility: the same results on every CPU that has the branch, at a fixed thread count), and
-#: ``ONEDNN_MAX_CPU_ISA`` oneDNN's JIT kernels. Every x86-64 CPU since 2013-2015 has AVX2;
-#: ``python bench/allocator.py --setting isa`` measures what the pinning costs (``bench/RESULTS.md``). A host without AVX2 runs
-#: torch's default kernels instead, and its numbers differ (``summary.json``'s ``machine`` says which ran).
+#: The code path of every CPU kernel, pinned so that x86 hosts compute alike. The same seed, versions and
+#: thread count trained differently on an AVX-512 host and an AVX2-only one, and on an Intel host and an
+#: AMD one. torch's own vectorised kernels (softmax, reductions, optimizers) are compiled per instruction
+#: set and dispatched to the widest the CPU has, and vectors of another width sum in another order:
+#: ``ATEN_CPU_CAPABILITY`` pins them to AVX2, ``ONEDNN_MAX_CPU_ISA`` oneDNN's JIT kernels likewise. MKL
+#: (the matrix products) chooses by vendor too: an explicit branch such as ``AVX2`` is honoured on Intel
+#: CPUs only and silently becomes ``AUTO`` elsewhere, so ``MKL_CBWR=COMPATIBLE`` (SSE2 without the
+#: approximate reciprocals, the one branch MKL runs alike on Intel and non-Intel CPUs; deterministic
+#: reductions and fixed blocking at a fixed thread count). ``tests/remark/demo/test_mkl_vendor.py`` checks
+#: it by making MKL take its non-Intel path on the test's CPU. Every x86-64 CPU since 2013-2015 has AVX2;
+#: ``python bench/allocator.py --setting isa`` measures what the pinning costs (``bench/RESULTS.md``). A
+#: host without AVX2 runs torch's default kernels instead, and its numbers differ (``summary.json``'s
+#: ``machine`` says which ran).
 ISA_ENV: dict[str, str] = {
     "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_CBWR": "AVX2",
+    "MKL_CBWR": "COMPATIBLE",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
 }
 
 
 def cpu_info() -> dict[str, Any]:
-    """The host's CPU model and its x86 vector extensions (``/proc/cpuinfo``; empty where there is none)."""
-    model, flags = platform.processor() or platform.machine(), set()
+    """The host's CPU vendor, model and x86 vector extensions (``/proc/cpuinfo``; empty where there is
+    none)."""
+    vendor, model, flags = "", platform.processor() or platform.machine(), set()
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
         text = ""
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == "model name" and value.strip():
+        if key.strip() == "vendor_id" and not vendor:
+            vendor = value.strip()
+        elif key.strip() == "model name" and value.strip():
             model = value.strip()
         elif key.strip() == "flags" and not flags:
             flags = set(value.split())
     vector = sorted(f for f in flags if f.startswith(("avx", "sse", "fma", "amx")))
-    return {"cpu_model": model, "vector_isa": vector, "has_avx2": "avx2" in flags}
+    return {"vendor": vendor, "cpu_model": model, "vector_isa": vector, "has_avx2": "avx2" in flags}
+
+
+#: MKL's ``mkl_cbwr_get(MKL_CBWR_BRANCH)`` codes (MKL's reference: "Named Constants for CNR Control")
+MKL_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1", 8: "SSE4_2"}
+MKL_BRANCHES |= {9: "AVX", 10: "AVX2", 11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1", 14: "AVX512_E1"}
+
+
+def mkl_branch() -> str | None:
+    """The code branch MKL runs in this process (``MKL_CBWR`` as MKL took it: a branch the CPU does not
+    offer becomes ``AUTO`` without a word), read from torch's statically linked MKL; None where torch has no
+    MKL or does not export the call."""
+    import ctypes
+
+    import torch
+
+    lib = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    try:
+        get = ctypes.CDLL(str(lib)).mkl_serv_cbwr_get
+    except (OSError, AttributeError):
+        return None
+    code = int(get(1))
+    return MKL_BRANCHES.get(code, str(code))
 
 
 #: what a stage worker leaves in its job folder when its input was bad (``remark.demo.worker``); the parent
@@ -151,6 +180,7 @@ def thread_record() -> dict[str, Any]:
 
     return {
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl_branch": mkl_branch(),
         "torch_intra_op": torch.get_num_threads(),
         "torch_inter_op": torch.get_num_interop_threads(),
         "polars": pl.thread_pool_size(),

@@ -417,7 +417,9 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
         rec = json.loads((out / "logs" / name / "threads.json").read_text())
         assert (rec["torch_intra_op"], rec["polars"], rec["env"]["PYTHONHASHSEED"]) == (1, 1, "0")
         assert rec["cpu_capability"] == "AVX2" and rec["env"]["ATEN_CPU_CAPABILITY"] == "avx2"
+        assert rec["mkl_branch"] in ("COMPATIBLE", None) and rec["env"]["MKL_CBWR"] == "COMPATIBLE"
     assert summary["machine"]["stage_cpu_capability"] == ["AVX2"] and summary["machine"]["has_avx2"]
+    assert summary["machine"]["stage_mkl_branch"] in (["COMPATIBLE"], [])  # [] where torch has no MKL
     assert not [p for p in out.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl")]  # no pickle
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
 
