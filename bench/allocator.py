@@ -1,6 +1,6 @@
 """The demo's stage processes with and without one of ``remark.demo.worker_env``'s settings: glibc's allocator
-thresholds (``--setting allocator``, ``ALLOCATOR_ENV``) or the kernels' instruction set pinned to AVX2
-(``--setting isa``, ``ISA_ENV``).
+thresholds (``--setting allocator``, ``ALLOCATOR_ENV``) or the kernels' code path pinned (``--setting isa``,
+``ISA_ENV``: torch's and oneDNN's kernels to AVX2, MKL to its vendor-neutral ``COMPATIBLE`` branch).
 
 Run by hand (not a test):
 
@@ -22,8 +22,8 @@ new folder; a step's time is the wall time between progress lines, the first ``-
 Per run: median step seconds, user and system CPU seconds and peak RSS of the process (``os.wait4``).
 The ratio default / kept is taken per repetition. ``identical``: the warm-up's and the RL run's weights
 (sha256 of ``model.safetensors``) agree across every run of both environments, i.e. the allocator
-changes the time and not a number; for ``isa`` on a CPU wider than AVX2 the weights differ by design
-(that is what pinning is for), so ``identical`` is reported, not required.
+changes the time and not a number; for ``isa`` the weights differ by design (pinning
+changes the kernels, on every CPU for MKL's branch), so ``identical`` is reported, not required.
 """
 
 from __future__ import annotations
