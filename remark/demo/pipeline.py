@@ -450,12 +450,9 @@ def machine_record(jobs_done: dict[str, dict[str, Any]] | None = None) -> dict[s
         **cpu_info(),
     }
     if jobs_done:
-        caps = sorted(
-            {d["threads"].get("cpu_capability") for d in jobs_done.values() if d.get("threads")} - {None}
-        )
-        rec["stage_cpu_capability"] = caps
-        branches = {d["threads"].get("mkl_branch") for d in jobs_done.values() if d.get("threads")}
-        rec["stage_mkl_branch"] = sorted(branches - {None})
+        records = [d["threads"] for d in jobs_done.values() if d.get("threads")]
+        rec["stage_cpu_capability"] = sorted({r.get("cpu_capability") for r in records} - {None})
+        rec["stage_mkl_branch"] = sorted({r.get("mkl_branch") for r in records} - {None})
     return rec
 
 

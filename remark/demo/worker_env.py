@@ -116,8 +116,17 @@ def cpu_info() -> dict[str, Any]:
 
 
 #: MKL's ``mkl_cbwr_get(MKL_CBWR_BRANCH)`` codes (MKL's reference: "Named Constants for CNR Control")
-MKL_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1", 8: "SSE4_2"}
-MKL_BRANCHES |= {9: "AVX", 10: "AVX2", 11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1", 14: "AVX512_E1"}
+MKL_BRANCHES = {
+    1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1", 8: "SSE4_2",
+    9: "AVX", 10: "AVX2", 11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1", 14: "AVX512_E1",
+}  # fmt: skip
+
+
+def libtorch_cpu() -> Path:
+    """torch's CPU library, which links MKL statically (its ``mkl_serv_*`` calls are exported)."""
+    import torch
+
+    return Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
 
 
 def mkl_branch() -> str | None:
@@ -126,11 +135,8 @@ def mkl_branch() -> str | None:
     MKL or does not export the call."""
     import ctypes
 
-    import torch
-
-    lib = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
     try:
-        get = ctypes.CDLL(str(lib)).mkl_serv_cbwr_get
+        get = ctypes.CDLL(str(libtorch_cpu())).mkl_serv_cbwr_get
     except (OSError, AttributeError):
         return None
     code = int(get(1))

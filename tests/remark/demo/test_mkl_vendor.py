@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from remark.demo.worker_env import cpu_info, worker_env
+from remark.demo.worker_env import cpu_info, libtorch_cpu, worker_env
 
 SPOOF_C = """
 int mkl_serv_intel_cpu_true(void) { return 0; }
@@ -47,7 +47,7 @@ print(hashlib.sha256(b"".join(out)).hexdigest())
 
 
 def _libtorch_exports_vendor_check() -> bool:
-    lib = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    lib = libtorch_cpu()
     if not lib.exists() or shutil.which("nm") is None:
         return False
     syms = subprocess.run(["nm", "-D", str(lib)], capture_output=True, text=True).stdout
@@ -99,9 +99,8 @@ def test_an_intel_only_branch_differs_between_the_paths(spoof):
 def test_the_preload_reaches_mkl(spoof):
     """Without pinning, MKL's automatic branch reads the vendor check: the preload must move it."""
     code = (
-        "import ctypes, os, torch; "
-        "lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), 'lib', 'libtorch_cpu.so')); "
-        "print(lib.mkl_serv_cbwr_get_auto_branch())"
+        "import ctypes; from remark.demo.worker_env import libtorch_cpu; "
+        "print(ctypes.CDLL(str(libtorch_cpu())).mkl_serv_cbwr_get_auto_branch())"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "LD_PRELOAD")}
     plain = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
