@@ -377,6 +377,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
         "versions": package_versions(),
         "files": {"report": "report.md", "plots": plots, "summary": "summary.json", "tuning": TUNING_FILE},
         "machine": machine_record(jobs_done),
+        "weights": weight_hashes(root),
         "timing": {
             "stages": stages,
             "jobs": {name: {"wall_s": d["wall_s"], "cpu_s": d["cpu_s"]} for name, d in jobs_done.items()},
@@ -434,6 +435,21 @@ def _overlap(train, requests) -> dict[str, Any]:
         how="diagonal_relaxed",
     )
     return split_overlap(both, test_split="test", train_split="train")
+
+
+def weight_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every ``model.safetensors`` a stage saved (warm-up, each run's ``best`` and ``final``), by
+    path inside the demo's folder: two hosts' runs compared stage by stage (equal hashes, equal weights)."""
+    import hashlib
+
+    out = {}
+    for path in sorted(root.rglob("model.safetensors")):
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        out[path.relative_to(root).as_posix()] = digest.hexdigest()
+    return out
 
 
 def machine_record(jobs_done: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:

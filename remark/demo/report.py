@@ -12,6 +12,7 @@ difference is called resolved only when both exclude 0 on the same side.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -330,7 +331,7 @@ def readme_table(summary: dict[str, Any]) -> str:
     methods (seed means) and their difference, every cell with its 95% interval over test requests.
     ``tests/test_readme_demo.py`` compares the README with this table of the demo CI just ran."""
     k = summary["settings"]["k"]
-    sets = {"test": summary} | {
+    sets_by_name = {"test": summary} | {
         name: {
             "test": t["models"],
             "across_seeds": t["across_seeds"],
@@ -338,19 +339,22 @@ def readme_table(summary: dict[str, Any]) -> str:
         }
         for name, t in summary.get("test_sets", {}).items()
     }
+    sets = list(sets_by_name.values())
     names = {"test": "held-out scraped questions", "crowd": "crowdsourced questions"}
-    header = ["row"] + [f"{names.get(n, n)} ({lists})" for n in sets for lists in ("sampled", "greedy")]
+    header = ["row"] + [
+        f"{names.get(n, n)} ({lists})" for n in sets_by_name for lists in ("sampled", "greedy")
+    ]
     rows = [f"| {' | '.join(header)} |", "|---" * len(header) + "|"]
     level_names = list(summary.get("reference_levels") or {})
     for level in level_names:
         cells = []
-        for t in sets.values():
+        for t in sets:
             v = (t.get("reference_levels") or {}).get(level)
             cells += [f"{_num(v['per_responder']):.3f}" if v else "n/a"] * 2
         rows.append(f"| {level} | " + " | ".join(cells) + " |")
     for m in ("sft", *METHODS):
         cells = []
-        for t in sets.values():
+        for t in sets:
             by = t["across_seeds"]["models"][m]
             cells += [
                 _cell(by[lists]["per_responder"]["requests"]) if lists in by else "n/a"
@@ -358,14 +362,38 @@ def readme_table(summary: dict[str, Any]) -> str:
             ]
         rows.append(f"| {LABELS[m]} | " + " | ".join(cells) + " |")
     cells = []
-    for t in sets.values():
+    for t in sets:
         d = t["across_seeds"]["paired"]["remark_vs_rank_grpo"]
         cells += [
             _cell(d[lists]["per_responder"]["requests"], 100, 2, True) if lists in d else "n/a"
             for lists in ("sampled", "greedy")
         ]
-    rows.append("| ReMaRk - Rank-GRPO (points) | " + " | ".join(cells) + " |")
-    return f"Per-responder recall@{k} [95% interval over test requests]\n\n" + "\n".join(rows) + "\n"
+    rows.append(f"| {DIFF_ROW} | " + " | ".join(cells) + " |")
+    cells = []
+    for t in sets:
+        d = t["across_seeds"]["paired"]["remark_vs_rank_grpo"]
+        cells += [
+            _verdict_word(d[lists]["per_responder"]) if lists in d else "n/a"
+            for lists in ("sampled", "greedy")
+        ]
+    rows.append(f"| {VERDICT_ROW} | " + " | ".join(cells) + " |")
+    n_seeds = len(summary["settings"]["rl_seeds"])
+    host = host_class(summary.get("machine", {}))
+    return (
+        f"Per-responder recall@{k} [95% interval over test requests], {_seeds_text(n_seeds)}; made on a host: "
+        f"{host}.\n\n" + "\n".join(rows) + "\n"
+    )
+
+
+#: The README table's row of the paired difference and of its verdict.
+DIFF_ROW = "ReMaRk - Rank-GRPO (points)"
+VERDICT_ROW = "verdict"
+
+
+def _verdict_word(diff: dict[str, Any]) -> str:
+    """The verdict of one table column in a word or three (:func:`resolution`)."""
+    side = resolution(diff)
+    return "ReMaRk ahead" if side > 0 else "Rank-GRPO ahead" if side < 0 else "not resolved"
 
 
 def _model_line(summary: dict[str, Any]) -> str:
@@ -442,11 +470,93 @@ def report_markdown(summary: dict[str, Any]) -> str:
 
 #: The lines around the demo table in the README (``readme_table``'s output, verbatim).
 README_MARKERS = ("<!-- demo-table:start -->", "<!-- demo-table:end -->")
+#: How many standard deviations of the difference of two S-seed means a number may move on another host.
+HOST_TOLERANCE_SDS = 4.0
+#: The least tolerance of a recall cell (its last printed digit) and of a difference cell, in points.
+HOST_TOLERANCE_FLOOR = {"recall": 0.002, "points": 0.2}
+
+
+def host_class(machine: dict[str, Any]) -> str:
+    """The class of hosts that give the demo bit-identical numbers: CPU vendor and the widest vector set.
+
+    The stage processes pin torch's, oneDNN's and MKL's code paths (``remark.demo.worker_env``), yet a run on
+    an AMD host with AVX-512 and one on an Intel host trained one stage apart (``docs/setup.md``, "Hosts"):
+    the README names the class its table was made on, and :func:`readme_table_problem` asks for identity on
+    that class only.
+    """
+    isa = set(machine.get("vector_isa") or ())
+    width = "AVX-512" if "avx512f" in isa else "AVX2" if machine.get("has_avx2") else "no AVX2"
+    return f"{machine.get('vendor') or 'unknown vendor'} with {width}"
+
+
+_NUMBER = re.compile(r"[-+]?\d+\.\d+")
+
+
+def _table_cells(table: str) -> dict[str, list[str]]:
+    """A markdown table's rows by their first cell (header and rule rows skipped)."""
+    rows: dict[str, list[str]] = {}
+    for line in table.splitlines():
+        if not line.startswith("|") or line.startswith("|---") or line.startswith("| row |"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def host_tolerances(summary: dict[str, Any]) -> dict[str, list[float | None]]:
+    """Per README row label, per column: how far a number may move on a host of another class.
+
+    A host of another class trains like another draw of the RL seeds (the runs part after the first
+    rounding difference), so a seed mean may move by the difference of two S-seed means:
+    ``tol = HOST_TOLERANCE_SDS * sd * sqrt(2 / S)`` with ``sd`` the per-seed standard deviation of that
+    cell (points x100 for the difference row), at least :data:`HOST_TOLERANCE_FLOOR`. The SFT start has
+    no seeds: it gets the widest tolerance of the RL rows of its column. Reference levels train nothing:
+    tolerance 0 (they must be equal). ``None``: no tolerance can be given (one RL seed).
+    """
+    sets = [summary] + [
+        {"across_seeds": t["across_seeds"], "reference_levels": t["reference_levels"]}
+        for t in summary.get("test_sets", {}).values()
+    ]
+    tol: dict[str, list[float | None]] = {}
+    for level in summary.get("reference_levels") or {}:
+        tol[level] = [0.0] * (2 * len(sets))
+
+    def one(seeds: dict[str, Any] | None, floor: float, scale: float) -> float | None:
+        if not seeds or seeds.get("n", 1) < 2 or seeds.get("sd") is None:
+            return None
+        sd = _num(seeds["sd"]) * scale
+        return max(floor, HOST_TOLERANCE_SDS * sd * math.sqrt(2 / seeds["n"]))
+
+    for m in METHODS:
+        tol[LABELS[m]] = [
+            one(t["across_seeds"]["models"][m].get(lists, {}).get("per_responder", {}).get("seeds"),
+                HOST_TOLERANCE_FLOOR["recall"], 1.0)
+            for t in sets
+            for lists in ("sampled", "greedy")
+        ]  # fmt: skip
+    rl = [tol[LABELS[m]] for m in METHODS]
+    tol[LABELS["sft"]] = [
+        None if any(v is None for v in col) else max(col)  # type: ignore[type-var]
+        for col in zip(*rl, strict=True)
+    ]
+    tol[DIFF_ROW] = [
+        one(t["across_seeds"]["paired"]["remark_vs_rank_grpo"].get(lists, {}).get("per_responder", {}).get("seeds"),
+            HOST_TOLERANCE_FLOOR["points"], 100.0)
+        for t in sets
+        for lists in ("sampled", "greedy")
+    ]  # fmt: skip
+    return tol
 
 
 def readme_table_problem(readme: str, summary: dict[str, Any]) -> str | None:
-    """None when ``readme`` holds :func:`readme_table` of ``summary`` between :data:`README_MARKERS`; else
-    what differs, with both tables, for the test that ties the README to the demo CI just ran."""
+    """None when ``readme``'s demo table (between :data:`README_MARKERS`) holds for the demo ``summary``; else
+    what differs, with both tables, for the test that ties the README to the demo CI just ran.
+
+    On the host class the table names (:func:`host_class`) it must be :func:`readme_table` of ``summary``
+    verbatim. On a host of another class every number must lie within :func:`host_tolerances` of the
+    README's (interval bounds within twice that) and every verdict must be the same: the README says so
+    beside the table.
+    """
     start, end = README_MARKERS
     if readme.count(start) != 1 or readme.count(end) != 1:
         return f"the README needs exactly one {start} ... {end} block"
@@ -454,7 +564,42 @@ def readme_table_problem(readme: str, summary: dict[str, Any]) -> str | None:
     made = readme_table(summary).strip()
     if shown == made:
         return None
-    return f"the README's demo table differs from this demo's:\n--- README\n{shown}\n--- demo\n{made}\n"
+    both = f"\n--- README\n{shown}\n--- demo\n{made}\n"
+    here = host_class(summary.get("machine", {}))
+    if f"made on a host: {here}." in shown:
+        return f"the README's demo table differs from this demo's, on the host class it was made on ({here}):{both}"
+    shown_rows, made_rows, tol = _table_cells(shown), _table_cells(made), host_tolerances(summary)
+    problems = []
+    for label, cells in made_rows.items():
+        theirs = shown_rows.get(label)
+        if theirs is None or len(theirs) != len(cells):
+            problems.append(f"row {label!r}: missing or of another shape in the README")
+            continue
+        for i, (a, b) in enumerate(zip(theirs, cells, strict=True)):
+            na, nb = [float(x) for x in _NUMBER.findall(a)], [float(x) for x in _NUMBER.findall(b)]
+            if not na and not nb:
+                if a != b:
+                    problems.append(f"row {label!r}, column {i + 1}: {a!r} in the README, {b!r} here")
+                continue
+            limit = tol.get(label, [None] * len(cells))[i]
+            if limit is None or len(na) != len(nb):
+                problems.append(
+                    f"row {label!r}, column {i + 1}: {a!r} in the README, {b!r} here (no tolerance)"
+                )
+                continue
+            worst = max(
+                abs(x - y) / (1 if j == 0 else 2) for j, (x, y) in enumerate(zip(na, nb, strict=True))
+            )
+            if worst > limit + 1e-9:
+                problems.append(
+                    f"row {label!r}, column {i + 1}: {a} in the README, {b} here (tolerance {limit:.4g})"
+                )
+    if not problems:
+        return None
+    return (
+        f"the README's demo table does not hold on this host ({here}; the README's was made on another "
+        "class): " + "; ".join(problems) + both
+    )
 
 
 def _chosen(summary: dict[str, Any], method: str) -> float:

@@ -187,6 +187,7 @@ def default_settings(
             steps=150,
             validation_every=25,
             eval_samples=32,
+            rl_seeds=(0, 1, 2),
         )
     if fast:
         s = dataclasses.replace(

@@ -4,6 +4,7 @@ on validation, and a whole fast run."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 
@@ -326,6 +327,11 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["settings"]["data"] == "protoqa" and summary["settings"]["data_dir"] is None  # shipped
+    # every saved stage's weights by hash, so that two hosts' runs compare stage by stage
+    weights = summary["weights"]
+    assert "sft_model/model.safetensors" in weights and any(p.endswith("best/model.safetensors") for p in weights)
+    for rel, digest in weights.items():
+        assert hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
     head = summary["headline"]
     assert head["data"] == "protoqa" and report.split("\n")[2] == head["sentence"]
     cell = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"]["sampled"]["per_responder"]["requests"]
