@@ -21,13 +21,16 @@ A recall of 0.05 means little without a scale. Beside a model's test values (the
   message); requests naming none fall back to the popularity list. In the synthetic world this is the
   best list a model can learn from the prompt alone (responders draw relevant items from that genre,
   by popularity), an upper reference, not a bound on what sampling finds;
-- ``nearest_request`` (given the training requests): the answers of the most similar training request,
-  the strongest simple baseline on held-out requests. Similarity: rapidfuzz's
-  ``token_sort_ratio`` of the prompts' content words (``data_prep.request_split.similarity_texts`` and
-  ``SCORER``), ties to the lower training row; the request itself is skipped when it is a training
+- ``nearest_request`` (given the training requests): the answers of the most similar training request.
+  Similarity: rapidfuzz's ``token_sort_ratio`` of the prompts' content words
+  (``data_prep.request_split.similarity_texts`` and ``SCORER``), ties to the lower training row; the request itself is skipped when it is a training
   request (same ``request_id``). The list is that request's union by count (descending, ties by
   union order) without the request's ``seen`` items, then the next most similar requests' unions the
   same way, skipping items already listed, until K items;
+- ``retrieval`` (given the training requests and a ``eval.retrieval.RetrievalChoice``): the answers of the
+  k most similar training prompts by TF-IDF (words or character n-grams) or BM25, each item scored by the
+  neighbours' shares of responders who named it weighted by similarity (``eval.retrieval``); the variant
+  and k chosen on the validation requests (``choose_retrieval``), else a stated default;
 - ``seen_request`` (given the training requests, and only when some request has a training twin:
   the same normalized prompt or a near-duplicate one, ``data_prep.request_split.twin_pairs``): the
   twin's union by count without the request's seen items, K at most; the most similar twin, ties to the
@@ -35,7 +38,9 @@ A recall of 0.05 means little without a scale. Beside a model's test values (the
   a memorising model approaches on a split that shares requests with training (``eval.leakage``).
 
 :func:`reference_levels` gives the demo's recall@K per view; :func:`baseline_levels` any metrics, cut-offs
-and views with bootstrap intervals over requests (``remark eval baselines``).
+and views with bootstrap intervals over requests (``remark eval baselines``). :func:`strongest_baseline`
+names the strongest simple baseline: the best level on the validation requests, ``seen_request`` (a lookup,
+:data:`ORACLE_LEVELS`) left out.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import polars as pl
 
 from data_prep.request_split import CHUNK_CELLS, prompt_texts, similarity_scores, similarity_texts, twin_pairs
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
+from eval.retrieval import RetrievalChoice, retrieval_lists
 from eval.views import score_lists, split_key
 
 VIEWS = ("per_responder", "union", "single_mention")
@@ -59,9 +65,13 @@ LEVELS = {
     "genre_popularity": "the K most popular unseen items of the genre the request names",
     "nearest_request": "the training answers (by count) of the most similar training prompt, then the next, "
     "unseen items, K in all",
+    "retrieval": "the training answers of the k most similar training prompts (TF-IDF or BM25), each "
+    "weighted by its similarity, unseen items, K at most; variant and k chosen on validation",
     "seen_request": "the training answers of the request's own training twin (same or near-duplicate "
     "prompt): a lookup, the memorisation ceiling",
 }
+#: levels that look the answers up rather than predict them: never "the strongest simple baseline"
+ORACLE_LEVELS = frozenset({"seen_request"})
 
 
 def chance_recall_R(requests: pl.DataFrame, n_items: int, k: int) -> np.ndarray:
@@ -192,28 +202,57 @@ def seen_request_lists(train: pl.DataFrame, requests: pl.DataFrame, k: int) -> l
 
 
 def request_lists(
-    requests: pl.DataFrame, train: pl.DataFrame | None, k: int
+    requests: pl.DataFrame, train: pl.DataFrame | None, k: int, retrieval: RetrievalChoice | None = None
 ) -> dict[str, list[list[str]] | None]:
-    """``nearest_request`` and ``seen_request`` lists of K items (None each without ``train``; the
-    seen level None when no request has a training twin)."""
+    """``nearest_request``, ``retrieval`` and ``seen_request`` lists of K items (None each without
+    ``train``; ``retrieval`` None without a choice, the seen level None when no request has a training
+    twin)."""
     if train is None:
-        return {"nearest_request": None, "seen_request": None}
+        return {"nearest_request": None, "retrieval": None, "seen_request": None}
+    found = None
+    if retrieval is not None:
+        found = retrieval_lists(
+            train, requests, k, variant=retrieval.variant, neighbours=retrieval.neighbours
+        )
     return {
         "nearest_request": nearest_request_lists(train, requests, k),
+        "retrieval": found,
         "seen_request": seen_request_lists(train, requests, k),
     }
 
 
+def strongest_baseline(levels_on_valid: dict[str, dict[str, Any]], *, view: str = "per_responder") -> str:
+    """The level with the highest ``view`` value on the validation requests (``{level: {view: value}}``,
+    :func:`reference_levels`' shape, ``eval.retrieval.retrieval_levels``' merged in), :data:`ORACLE_LEVELS`
+    and NaN values left out; ties to the first listed. ``ValueError`` when no level is left."""
+    best: tuple[float, str] | None = None
+    for name, by_view in levels_on_valid.items():
+        value = by_view.get(view)
+        if name in ORACLE_LEVELS or value is None or np.isnan(value):
+            continue
+        if best is None or value > best[0]:
+            best = (float(value), name)
+    if best is None:
+        raise ValueError(f"no non-oracle level with a {view} value among {sorted(levels_on_valid)}")
+    return best[1]
+
+
 def reference_levels(
-    requests: pl.DataFrame, catalog: pl.DataFrame, k: int, *, train: pl.DataFrame | None = None
+    requests: pl.DataFrame,
+    catalog: pl.DataFrame,
+    k: int,
+    *,
+    train: pl.DataFrame | None = None,
+    retrieval: RetrievalChoice | None = None,
 ) -> dict[str, dict[str, Any]]:
     """``{level: {view: recall@K}}`` on ``requests`` (the test split) for the levels the module lists;
-    ``nearest_request`` (and ``seen_request``) when ``train`` (the training requests) is given."""
+    ``nearest_request`` (and ``seen_request``) when ``train`` (the training requests) is given,
+    ``retrieval`` when ``retrieval`` is given too (``eval.retrieval.choose_retrieval``)."""
     out: dict[str, dict[str, Any]] = {"chance": chance_recall(requests, catalog.height, k)}
     listed = {
         "popularity": popularity_lists(requests, catalog, k),
         "genre_popularity": genre_lists(requests, catalog, k),
-        **request_lists(requests, train, k),
+        **request_lists(requests, train, k, retrieval),
     }
     for name, lists in listed.items():
         if lists is None:
@@ -231,14 +270,17 @@ def baseline_tables(
     metrics: Sequence[str],
     views: Sequence[str] = VIEWS,
     train: pl.DataFrame | None = None,
+    retrieval: RetrievalChoice | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Per level, its per-request table (``eval.views.ScoredLists.per_request``: ``request_id``, weight
     columns, ``eval/<metric>@<k>/<view>``) on ``requests``.
 
-    ``popularity``, ``genre_popularity``, ``nearest_request`` and ``seen_request`` score lists of
+    ``popularity``, ``genre_popularity``, ``nearest_request``, ``retrieval`` and ``seen_request`` score lists of
     ``max(ks)`` items (their top k is the level's list at k); ``popularity`` is left out when no catalog
     item has a popularity, ``genre_popularity`` without a ``genre`` column, ``train_popularity`` and the
-    request levels without ``train`` (the training requests), ``seen_request`` when no request has a training twin. ``chance`` holds :func:`chance_recall_R` in the recall columns of the
+    request levels without ``train`` (the training requests), ``retrieval`` without ``retrieval`` (the
+    variant and k, ``eval.retrieval.choose_retrieval``), ``seen_request`` when no request has a training
+    twin. ``chance`` holds :func:`chance_recall_R` in the recall columns of the
     empty lists' table (same rows, weights and exclusions), and only those.
     """
     ks = sorted(set(ks))
@@ -257,7 +299,7 @@ def baseline_tables(
         else None,
         "train_popularity": train_popularity_lists(train, requests, max(ks)) if train is not None else None,
         "genre_popularity": genre_lists(requests, catalog, max(ks)),
-        **request_lists(requests, train, max(ks)),
+        **request_lists(requests, train, max(ks), retrieval),
     }
     for name, lists in listed.items():
         if lists is not None:
@@ -274,12 +316,15 @@ def baseline_levels(
     views: Sequence[str] = VIEWS,
     config: BootstrapConfig = DEFAULT_CI,
     train: pl.DataFrame | None = None,
+    retrieval: RetrievalChoice | None = None,
 ) -> dict[str, dict[str, Any]]:
     """``{level: {view: {"recall@5": {"mean", "ci_low", "ci_high"}}}}`` on ``requests``: each table of
-    :func:`baseline_tables` (``train``: the training requests, for the request levels) with its
-    bootstrap over requests (``eval.bootstrap.intervals``)."""
+    :func:`baseline_tables` (``train``: the training requests, for the request levels; ``retrieval``: the
+    retrieval level's variant and k) with its bootstrap over requests (``eval.bootstrap.intervals``)."""
     out: dict[str, dict[str, Any]] = {}
-    tables = baseline_tables(requests, catalog, ks=ks, metrics=metrics, views=views, train=train)
+    tables = baseline_tables(
+        requests, catalog, ks=ks, metrics=metrics, views=views, train=train, retrieval=retrieval
+    )
     for name, table in tables.items():
         keys = [c for c in table.columns if c.startswith("eval/")]
         out[name] = {}

@@ -109,7 +109,13 @@ def test_eval_baselines_prints_the_levels_of_a_dataset_split(tmp_path, capsys):
     argv += ["--ci-method", "percentile", "--resamples", "200"]
     assert main([*argv, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert (got["split"], got["n_requests"], got["n_items"], got["notes"]) == ("test", 4, 8, [])
+    assert (got["split"], got["n_requests"], got["n_items"]) == ("test", 4, 8)
+    # no valid split: the retrieval level takes the stated default, and says so; no strongest baseline named
+    assert got["notes"] == [
+        "retrieval: tfidf_char with 3 neighbours, the default (not chosen on validation: no validation requests)"
+    ]
+    assert got["retrieval"]["chosen_on"] is None and got["retrieval"]["grid"] == []
+    assert got["strongest_baseline"] is None
     levels = {
         name: {v: {m: c["mean"] for m, c in lv[v].items()} for v in VIEWS}
         for name, lv in got["levels"].items()
@@ -132,6 +138,8 @@ def test_eval_baselines_prints_the_levels_of_a_dataset_split(tmp_path, capsys):
         {"recall@1": 0.5 / 8, "recall@2": 0.5 / 8}
     )
     assert levels["nearest_request"]["union"] == pytest.approx({"recall@1": 1 / 12, "recall@2": 1 / 12})
+    # retrieval: r5 is every test prompt's only neighbour ("Sci-fi like ..."): the same [Moon] lists
+    assert levels["retrieval"]["per_responder"] == levels["nearest_request"]["per_responder"]
     assert "seen_request" not in levels and got["split_overlap"]["near_duplicate_prompt"] == 0
     assert main(argv) == 0
     text = capsys.readouterr().out

@@ -9,7 +9,7 @@ Sub-commands:
   picks which of an eval run's lists, and the output says which it compared); ``compare A1 A2 A3 --vs
   B1 B2 B3``: several runs (seeds) per side, run i of A paired with run i of B (or every A with one B):
   each pair's difference, their spread over seeds beside the request bootstrap of the seed average;
-- ``baselines``: chance, popularity, genre-popularity, nearest-request and seen-request levels on a split,
+- ``baselines``: chance, popularity, genre-popularity, nearest-request, retrieval and seen-request levels on a split,
   with CIs (``eval.baselines``), and the split's overlap with the train split (``eval.leakage``);
 - ``steps``: steps-to-reach from two training runs' eval logs (``--metric`` as the eval log, the config's
   ``validation_metric`` or the demo report write it: ``eval/recall@5/per_responder``,

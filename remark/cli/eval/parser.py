@@ -153,15 +153,18 @@ def add_parser(subparsers: Any) -> None:
 
     bl = sub.add_parser(
         "baselines",
-        help="chance, popularity, genre-popularity and nearest-request levels on a split, with CIs",
+        help="chance, popularity, genre-popularity, nearest-request and retrieval levels on a split, with CIs",
         description="What no model scores on the same requests, with the same metric code: chance (K random "
         "unseen catalog items, exact expected recall), popularity (the K most popular unseen catalog items), "
         "for a catalog with a genre column the K most popular unseen items of the genre the request names, "
         "and, when the dataset has training requests, nearest_request (the training answers of the most "
-        "similar training prompt, then the next: the strongest simple baseline on held-out requests) and "
+        "similar training prompt, then the next), retrieval (the similarity-weighted training answers of the k "
+        "nearest training prompts by TF-IDF or BM25, the variant and k chosen on the valid split at the largest "
+        "--k, the grid printed; without a valid split a stated default) and "
         "seen_request (the training answers of the request's own training twin, same or near-duplicate "
         "prompt: a lookup, printed with a note when the split's requests are training requests). The "
-        "split's overlap with the training split is printed too (eval.leakage).",
+        "split's overlap with the training split is printed too (eval.leakage), and the strongest simple "
+        "baseline on the valid split (lookups left out).",
     )
     bl.add_argument("--data", type=Path, required=True, help="prepared dataset directory (remark prep)")
     bl.add_argument("--split", default="test", help="split to score, or 'all' (default %(default)s)")
