@@ -326,13 +326,14 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
     ds = load_dataset(root / data_dir)
     description, stats_line = _data_description(s, ds)
     train = ds.requests.filter(pl.col("split") == "train")
+    valid = ds.requests.filter(pl.col("split") == "valid")
+    retrieval, strongest = _strongest_baseline(ds.catalog.df, train, valid, s.k)
     for name, test_dir in test_dirs.items():
         test_ds = ds if test_dir == data_dir else load_dataset(root / test_dir)
         requests = test_ds.requests.filter(pl.col("split") == "test")
-        tests[name]["reference_levels"] = _levels(requests, test_ds.catalog.df, train, s.k)
+        tests[name]["reference_levels"] = _levels(requests, test_ds.catalog.df, train, s.k, retrieval)
         tests[name]["split_overlap"] = _overlap(train, requests)
         tests[name]["n_requests"] = requests.height
-    valid = ds.requests.filter(pl.col("split") == "valid")
 
     runs: dict[str, Any] = {}
     for m in METHODS:
@@ -371,6 +372,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
         "paired": primary["paired"],
         "across_seeds": primary["across_seeds"],
         "reference_levels": primary["reference_levels"],
+        "strongest_baseline": strongest,
         "split_overlap": primary["split_overlap"],
         "test_sets": {name: v for name, v in tests.items() if name != "test"},
         "validation": validation,
@@ -419,10 +421,28 @@ def _tuning(s: DemoSettings, jobs_done: dict[str, dict[str, Any]]) -> dict[str, 
     return out
 
 
-def _levels(requests, catalog, train, k: int) -> dict[str, Any]:
+def _levels(requests, catalog, train, k: int, retrieval) -> dict[str, Any]:
     from eval.baselines import reference_levels
 
-    return reference_levels(requests, catalog, k, train=train) if requests.height else {}
+    return reference_levels(requests, catalog, k, train=train, retrieval=retrieval) if requests.height else {}
+
+
+def _strongest_baseline(catalog, train, valid, k: int) -> tuple[Any, dict[str, Any]]:
+    """The retrieval baseline's variant and neighbours chosen on the validation questions
+    (``eval.retrieval.choose_retrieval``), and the strongest simple baseline: the reference level with the
+    best validation per-responder recall@K (``eval.baselines.strongest_baseline``), named before any test
+    question is read and shown on test beside every model."""
+    from eval.baselines import reference_levels, strongest_baseline
+    from eval.retrieval import choose_retrieval
+
+    choice = choose_retrieval(train, valid, k)
+    on_valid = reference_levels(valid, catalog, k, train=train, retrieval=choice)
+    return choice, {
+        "name": strongest_baseline(on_valid),
+        "chosen_on": "valid",
+        "validation": {name: v["per_responder"] for name, v in on_valid.items()},
+        "retrieval": choice.as_dict(),
+    }
 
 
 def _overlap(train, requests) -> dict[str, Any]:

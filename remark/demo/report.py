@@ -311,19 +311,34 @@ def _scale_lines(summary: dict[str, Any]) -> list[str]:
         f"and metric: {ref}. Models (seed means): {got}."
     )
     named = {n: _num(v["per_responder"]) for n, v in levels.items() if n != "seen_request"}
-    best_name = max(named, key=lambda n: named[n]) if named else None
+    strongest = summary.get("strongest_baseline") or {}
+    best_name = strongest.get("name") if strongest.get("name") in named else None
+    if best_name is not None:
+        line += (
+            f" The strongest simple baseline, chosen on the validation questions before the test was read, is "
+            f"{best_name} ({_retrieval_text(strongest)}validation {_num(strongest['validation'][best_name]):.3f}"
+            f", test {named[best_name]:.3f})."
+        )
     sft = seeds.get("sft", {})
     start = {lists: _num(sft[lists]["per_responder"]["requests"]["mean"]) for lists in sft}
     below = best_name is not None and start.get("sampled", math.inf) < named[best_name]
     if below:
         line += (
-            f" The SFT start's sampled lists ({start['sampled']:.3f}) are below the best reference level "
+            f" The SFT start's sampled lists ({start['sampled']:.3f}) are below the strongest simple baseline "
             f"({best_name} {named[best_name]:.3f}): on requests it never saw, the warm-up has not learned "
             "more than that baseline, and the comparison is between two ways of improving a weak start."
         )
         if start.get("greedy", -math.inf) >= named[best_name]:
             line += f" Its greedy lists ({start['greedy']:.3f}) are above it."
     return [line, ""]
+
+
+def _retrieval_text(strongest: dict[str, Any]) -> str:
+    """``tfidf_char over 3 neighbours; `` when the strongest baseline is the retrieval one, else nothing."""
+    r = strongest.get("retrieval") or {}
+    if strongest.get("name") != "retrieval" or not r:
+        return ""
+    return f"{r['variant']} over {r['neighbours']} neighbours; "
 
 
 def readme_table(summary: dict[str, Any]) -> str:

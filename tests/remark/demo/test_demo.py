@@ -40,7 +40,7 @@ def test_settings_errors_say_what_to_pass():
     )
     with pytest.raises(InputError, match="--lr-grid"):
         default_settings(lr_grid=[1e-4, 1e-4])
-    assert default_settings().rl_seeds == (0,) and default_settings().warmup_threads == 2
+    assert default_settings().rl_seeds == (0, 1, 2) and default_settings().warmup_threads == 2
     assert default_settings(fast=True).warmup_threads == 1
     assert default_settings(rl_seeds=[4, 5], threads=2, jobs=3).rl_seeds == (4, 5)
     with pytest.raises(InputError, match="--seeds"):
@@ -242,17 +242,29 @@ def test_scale_line_names_the_lists_below_the_best_reference():
             "settings": {"k": 10},
             "test": {"sft": {"greedy": {"n_requests": 123}}},
             "across_seeds": {"models": {"sft": {"sampled": cell(sampled), "greedy": cell(greedy)}}},
-            "reference_levels": {"chance": {"per_responder": 0.003}, "popularity": {"per_responder": 0.031}},
+            "reference_levels": {
+                "chance": {"per_responder": 0.003},
+                "popularity": {"per_responder": 0.031},
+                "retrieval": {"per_responder": 0.045},
+            },
+            # chosen on validation: retrieval is not the strongest there, whatever it scores on test
+            "strongest_baseline": {
+                "name": "popularity",
+                "validation": {"popularity": 0.042, "retrieval": 0.040},
+            },
         }
 
     line = _scale_lines(summary(0.027, 0.050))[0]
+    assert "strongest simple baseline, chosen on the validation questions" in line
+    assert "is popularity (validation 0.042, test 0.031)" in line
     assert (
-        "The SFT start's sampled lists (0.027) are below the best reference level (popularity 0.031)" in line
+        "The SFT start's sampled lists (0.027) are below the strongest simple baseline (popularity 0.031)"
+        in line
     )
     assert "Its greedy lists (0.050) are above it." in line
     line = _scale_lines(summary(0.027, 0.030))[0]
-    assert "below the best reference level" in line and "greedy lists (" not in line
-    assert "below" not in _scale_lines(summary(0.040, 0.050))[0]
+    assert "below the strongest simple baseline" in line and "greedy lists (" not in line
+    assert "are below" not in _scale_lines(summary(0.040, 0.050))[0]
     assert _seed_range({"min": 0.0381, "max": 0.0672}) == "0.038 to 0.067"
     assert _seed_range({"min": None, "max": None}) == "n/a"  # a view the data cannot score
 
@@ -329,7 +341,9 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
     assert summary["settings"]["data"] == "protoqa" and summary["settings"]["data_dir"] is None  # shipped
     # every saved stage's weights by hash, so that two hosts' runs compare stage by stage
     weights = summary["weights"]
-    assert "sft_model/model.safetensors" in weights and any(p.endswith("best/model.safetensors") for p in weights)
+    assert "sft_model/model.safetensors" in weights and any(
+        p.endswith("best/model.safetensors") for p in weights
+    )
     for rel, digest in weights.items():
         assert hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
     head = summary["headline"]
