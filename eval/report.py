@@ -73,8 +73,9 @@ def _variant_tables(result: Mapping[str, Any], fmt: Any) -> list[str]:
 
 def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str:
     """A markdown table: one row per metric, one column per view, ``mean [ci_low, ci_high]``; then one
-    table per view with its slot-filter variants, if any; counts, warnings, the split's overlap with the
-    training split (``eval.leakage.overlap_lines``) and versions when the result has them."""
+    table per view with its slot-filter variants, if any; counts, warnings, the lists' collapse figures
+    (``eval.collapse.collapse_lines``), the split's overlap with the training split
+    (``eval.leakage.overlap_lines``) and versions when the result has them."""
     views = [v for v in ALL_VIEWS if v in result]
     names = _metric_order([m for v in views for m in result[v]])
     lines = [f"## {title}", ""]
@@ -101,6 +102,10 @@ def metrics_markdown(result: Mapping[str, Any], *, title: str = "Scores") -> str
     warnings = result.get("warnings")
     if warnings:
         lines += ["", "Warnings: " + "; ".join(f"{k}: {v}" for k, v in warnings.items())]
+    if result.get("collapse"):
+        from eval.collapse import collapse_lines
+
+        lines += ["", *collapse_lines(result["collapse"])]
     if result.get("split_overlap"):
         from eval.leakage import overlap_lines
 

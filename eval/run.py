@@ -10,7 +10,8 @@ folder that is not an earlier output of the same command is refused before any g
   the same numbers (``grounded`` holds the catalog ids, null when a line did not ground);
 - ``samples.jsonl`` (with ``num_samples > 0``): the same per sampled list, plus ``sample``;
 - ``metrics.json``: the score JSON of the greedy lists (``n_requests``, ``per_responder``, ``union``,
-  ``single_mention``, ``settings``, ``ci``, ``counts``, ``lists``, ``warnings``; ``split_overlap``: the
+  ``single_mention``, ``settings``, ``ci``, ``counts``, ``lists``, ``warnings``; ``collapse``: the lists'
+  diversity and popularity, ``eval.collapse.requests_collapse``; ``split_overlap``: the
   evaluated requests' overlap with the train split, ``eval.leakage``, when the dataset has one and the
   split is another), with ``sampled`` (the
   same for sampled lists) and ``generation`` (engine, model, config; ``max_new_tokens`` the cap used,
@@ -51,6 +52,7 @@ from catalog.match import GroundingSettings, Matcher
 from data_prep.dataset import dataset_identity, load_dataset
 from eval.adapters import adapter_base, is_adapter_dir
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig
+from eval.collapse import requests_collapse
 from eval.generate import DEFAULT_GENERATION, NO_ADAPTER, AdapterLoad, GenerationConfig, generate_lists
 from eval.leakage import overlap_against_train
 from eval.metrics import DEFAULT_KS, METRICS
@@ -132,7 +134,13 @@ def _write_json(path: Path, obj: Any) -> None:
 
 #: what ``metrics.json`` must hold where commands read it back (``remark eval compare``, ``remark card``)
 METRICS_SCHEMA = {"n_requests": int}
-METRICS_OPTIONAL = {"settings": dict, "sampled": {"settings": dict}, "per_responder": dict, "union": dict}
+METRICS_OPTIONAL = {
+    "settings": dict,
+    "sampled": {"settings": dict},
+    "per_responder": dict,
+    "union": dict,
+    "collapse": dict,
+}
 
 
 def read_metrics(folder: str | Path) -> dict[str, Any]:
@@ -255,6 +263,9 @@ def _evaluate_model(
         result = summarize(scored, config, settings={**settings, "lists": "greedy"}, warnings=warnings)
         result["requests_by_split"] = requests_by_split(requests)
         result["lists"]["shape"] = describe_lists(gen.greedy, grounded)
+        result["collapse"] = requests_collapse(
+            grounded, requests, ds.requests, k=max(ks), n_items=len(ds.catalog)
+        )
         if overlap is not None:
             result["split_overlap"] = overlap
         pred_rows = [
@@ -289,6 +300,14 @@ def _evaluate_model(
                 warnings=warnings,
             )
             sampled["lists"]["shape"] = describe_lists(flat, s_grounded)
+            sampled["collapse"] = requests_collapse(
+                s_grounded,
+                requests,
+                ds.requests,
+                k=max(ks),
+                n_items=len(ds.catalog),
+                list_request=np.repeat(np.arange(requests.height), n),
+            )
             result["sampled"] = sampled
             rows = [
                 {

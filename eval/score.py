@@ -49,6 +49,7 @@ from catalog.match import GroundingSettings, Matcher
 from catalog.parse import parse_line
 from data_prep.dataset import GroundingChoice, PooledDataset, choose_grounding, dataset_identity
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
+from eval.collapse import requests_collapse
 from eval.leakage import overlap_against_train
 from eval.metrics import DEFAULT_KS, METRICS
 from eval.views import VIEWS, ScoredLists, key_views, score_lists, split_key
@@ -286,6 +287,8 @@ def score_predictions(
     ``grounding``: settings asked for instead of the dataset's (see :func:`grounding_choice`);
     ``grounding_by`` names who asked, for the printed note. ``result["split_overlap"]``: the scored
     requests' overlap with the dataset's train split (``eval.leakage``), when that means something.
+    ``result["collapse"]``: the lists' diversity and popularity (``eval.collapse.requests_collapse``: window
+    K = ``max(ks)``, targets the requests' ``union``, popularity from the dataset's train split).
     """
     aligned = align(
         preds,
@@ -312,6 +315,9 @@ def score_predictions(
     scored.per_row = per_row_table(scored, aligned.requests, dataset.responder_rows)
     result["n_predictions"] = len(preds.request_ids)
     result["requests_by_split"] = requests_by_split(aligned.requests)
+    result["collapse"] = requests_collapse(
+        grounded, aligned.requests, dataset.requests, k=max(ks), n_items=len(dataset.catalog)
+    )
     overlap = overlap_against_train(dataset.requests, split, evaluated=aligned.requests)
     if overlap is not None:
         result["split_overlap"] = overlap

@@ -6,6 +6,10 @@ of B (or every A with one B, a shared baseline): each pair's difference with its
 the spread of the pairs' differences over seeds (mean, SD, range, t-interval) and the bootstrap over
 requests of the seed-averaged difference (``eval.seeds.seed_differences``). Every run must be scored
 alike and on the same requests.
+
+Beside the differences, each run's list collapse figures (``eval.collapse``, recorded as ``collapse`` in
+its ``metrics.json``; none for a bare ``per_request.parquet``) are shown side by side, with a ``warning:``
+line per run whose lists collapse (on stderr with ``--json``).
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from remark.cli.eval.flags import LISTS, bootstrap_config, emit, filter_names, g
 from remark.cli.eval.score import score_file
 
 
-def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
-    """(per-request table, settings, what was read) from an eval dir, a parquet file or a predictions file."""
+def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str, dict | None]:
+    """(per-request table, settings, what was read, its lists' collapse report or None) from an eval dir,
+    a parquet file (no report) or a predictions file."""
 
     lists = args.lists or "greedy"
     if path.is_dir():
@@ -48,10 +53,11 @@ def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
         from eval.run import read_metrics
 
         result = read_metrics(path) if (path / "metrics.json").is_file() else {}
-        settings = (result.get(part, {}) if part else result).get("settings", {})
-        return read_table(table, format="parquet"), settings, f"{lists} lists ({table})"
+        side = result.get(part, {}) if part else result
+        what = f"{lists} lists ({table})"
+        return read_table(table, format="parquet"), side.get("settings", {}), what, side.get("collapse")
     if path.suffix == ".parquet":
-        return read_table(path, format="parquet"), {}, f"the lists scored in {path}"
+        return read_table(path, format="parquet"), {}, f"the lists scored in {path}", None
     if args.lists == "sampled":
         raise InputError(
             "a predictions file holds one list per request, not sampled lists",
@@ -63,7 +69,8 @@ def _per_request(path: Path, args: argparse.Namespace) -> tuple[Any, dict, str]:
         raise InputError("a predictions file needs --data", path=path, field="--data")
     result, scored = score_file(args, path, args.data)
     grounding_notes(result)
-    return scored.per_request, {**scored.settings, **result["settings"]}, f"the lists in {path}"
+    settings = {**scored.settings, **result["settings"]}
+    return scored.per_request, settings, f"the lists in {path}", result.get("collapse")
 
 
 def _grounding_used(settings: dict) -> dict | None:
@@ -185,7 +192,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from eval.report import compare_markdown
 
     path_a, path_b = side_a[0], side_b[0]
-    (a, sa, what_a), (b, sb, what_b) = _per_request(path_a, args), _per_request(path_b, args)
+    (a, sa, what_a, ca), (b, sb, what_b, cb) = _per_request(path_a, args), _per_request(path_b, args)
     _check_alike([("A", sa), ("B", sb)])
     keys = _metric_keys([a, b], args)
     try:
@@ -202,11 +209,28 @@ def run_compare(args: argparse.Namespace) -> int:
     }
     _by_view(diff, out)
     out["ci"] = bootstrap_config(args).as_dict()
+    out["collapse"] = {"a": ca, "b": cb}
     header = f"comparing {what_a}\n     with {what_b}\n\n"
     if args.json:
         print(f"comparing {what_a} with {what_b}", file=sys.stderr)
-    emit(out, args, header + compare_markdown(out, name_a=path_a.name, name_b=path_b.name))
+    md = compare_markdown(out, name_a=path_a.name, name_b=path_b.name)
+    emit(
+        out,
+        args,
+        header + md + _collapse_markdown({f"A ({path_a.name})": ca, f"B ({path_b.name})": cb}, args),
+    )
     return 0
+
+
+def _collapse_markdown(reports: dict[str, dict | None], args: argparse.Namespace) -> str:
+    """Each run's collapse figures side by side (``eval.collapse.compare_lines``), and with ``--json`` each
+    run's collapse warning on stderr (the markdown carries them otherwise)."""
+    from eval.collapse import compare_lines, warn
+
+    if args.json:
+        for label, report in reports.items():
+            warn(report, label=label)
+    return "\n" + "\n".join(compare_lines(reports)) + "\n"
 
 
 def _compare_seeds(args: argparse.Namespace, side_a: list[Path], side_b: list[Path]) -> int:
@@ -246,8 +270,10 @@ def _compare_seeds(args: argparse.Namespace, side_a: list[Path], side_b: list[Pa
     _by_view(diff, out)
     out["ci"] = config.as_dict()
     out["seed_interval"] = {"method": "student_t", "confidence_level": config.confidence_level, "df": n - 1}
+    collapse = {label: read[path][3] for label, path in labelled}
+    out["collapse"] = collapse
     header = "".join(f"{label}: {what}\n" for label, _, what in runs) + "\n"
     if args.json:
         print(header, end="", file=sys.stderr)
-    emit(out, args, header + seeds_compare_markdown(out))
+    emit(out, args, header + seeds_compare_markdown(out) + _collapse_markdown(collapse, args))
     return 0

@@ -1,6 +1,7 @@
 """``remark eval score`` (a predictions file against a prepared dataset) and ``remark eval run``
 (generate lists with a model, then score them); both write their outputs atomically (``eval.run``) and
-record the evaluated split's overlap with the train split (``eval.leakage``), printing its warning.
+record the evaluated split's overlap with the train split (``eval.leakage``) and the lists' collapse
+figures (``eval.collapse``), printing their warnings (in the markdown, or on stderr with ``--json``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def score_file(args: argparse.Namespace, predictions: Path, data: Path):
 
 def run_score(args: argparse.Namespace) -> int:
     from catalog.io.outputs import check_output_dir
+    from eval.collapse import warn as warn_collapse
     from eval.leakage import warn
     from eval.report import metrics_markdown
     from eval.run import SCORE_KIND, write_score_outputs
@@ -61,11 +63,13 @@ def run_score(args: argparse.Namespace) -> int:
     emit(result, args, metrics_markdown(result, title=f"{args.predictions.name} ({args.split})"))
     if args.json:  # the markdown carries the overlap's lines and warning; JSON output gets it on stderr
         warn(result.get("split_overlap"))
+        warn_collapse(result.get("collapse"))
     return 0
 
 
 def run_run(args: argparse.Namespace) -> int:
     from catalog.io.errors import InputError
+    from eval.collapse import warn as warn_collapse
     from eval.generate import AdapterLoad, GenerationConfig
     from eval.leakage import warn
     from eval.report import metrics_markdown
@@ -109,6 +113,11 @@ def run_run(args: argparse.Namespace) -> int:
     md += lists_markdown(result["lists"]["shape"], "What the greedy lists were")
     if "sampled" in result:
         md += lists_markdown(result["sampled"]["lists"]["shape"], "What the sampled lists were")
+        if result["sampled"].get("collapse"):
+            from eval.collapse import collapse_lines
+
+            lines = collapse_lines(result["sampled"]["collapse"], title="List collapse, sampled lists")
+            md += "\n" + "\n".join(lines) + "\n"
     grounding_notes(result)
     emit(
         result,
@@ -118,4 +127,6 @@ def run_run(args: argparse.Namespace) -> int:
     )
     if args.json:
         warn(result.get("split_overlap"))
+        warn_collapse(result.get("collapse"), label="greedy lists")
+        warn_collapse(result.get("sampled", {}).get("collapse"), label="sampled lists")
     return 0
