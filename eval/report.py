@@ -131,6 +131,13 @@ def compare_markdown(diff: Mapping[str, Any], *, name_a: str = "A", name_b: str 
             f"CIs: {_ci_text(ci, diff.get('n_requests', '?'))}: they cover which requests were drawn, for these "
             "two runs, not what varies between training runs (compare several runs per side for that).",
         ]
+    if diff.get("verdicts"):
+        lines += verdict_lines(diff["verdicts"], ci or {})
+        lines += [
+            "",
+            'Verdict: none with one run per side; the rule (docs/metrics.md, "Verdicts") needs at least 3 runs '
+            "per side: `remark eval compare A1 A2 A3 --vs B1 B2 B3`.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -180,7 +187,79 @@ def seeds_compare_markdown(diff: Mapping[str, Any]) -> str:
                 *(_fmt(c, 100.0, 2) for c in cell["per_seed"]),
             ]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if diff.get("verdicts"):
+        lines += verdict_lines(diff["verdicts"], ci, sentences=True)
     return "\n".join(lines) + "\n"
+
+
+#: How the tables name a bootstrap method.
+_METHOD_NAMES = {"bca": "BCa", "percentile": "percentile", "basic": "basic"}
+
+
+def _signed(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:+.2f}"
+
+
+def _signed_interval(cell: Mapping[str, Any]) -> str:
+    lo, hi = cell["ci_low"], cell["ci_high"]
+    return "n/a" if math.isnan(lo) else f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
+
+
+def verdict_lines(
+    verdicts: Mapping[str, Mapping[str, Mapping[str, Any]]], ci: Mapping[str, Any], *, sentences: bool = False
+) -> list[str]:
+    """The figures of ``eval.verdicts.verdict`` beside the interval over requests (points, x100): one table
+    per view (``verdicts[view][metric]``, slot-filter variants included), one row per metric, a legend,
+    and with ``sentences`` each metric's verdict sentence (its ``text``) under its view's table."""
+    views = [v for v in ALL_VIEWS if v in verdicts] + [
+        v for keys in _variants(verdicts).values() for v in keys
+    ]
+    if not views:
+        return []
+    from eval.verdicts import EXACT_FLIPS
+
+    first = next(iter(verdicts[views[0]].values()))
+    method = _METHOD_NAMES.get(first["requests"]["method"], first["requests"]["method"])
+    lines = [
+        "",
+        "### Beside the interval over requests (eval.verdicts, points)",
+        "",
+        "Of the seed-averaged per-request differences d_r = A - B with the view's weights w_r: mean = sum w_r d_r "
+        "/ sum w_r; macro mean = the unweighted mean over the requests; "
+        f"{method} and percentile = {ci.get('confidence_level', 0.95):.0%} bootstrap intervals over requests "
+        f"on the same {ci.get('n_resamples')} resamples (seed {ci.get('seed')}); sign-flip p = two-sided paired "
+        f"sign-flip randomization test of the mean ({ci.get('n_resamples')} random sign vectors, seed "
+        f"{ci.get('seed')}; exact, over every sign vector, where the requests with d_r != 0 have at most "
+        f"{max(EXACT_FLIPS, int(ci.get('n_resamples') or 0))}); ahead / level / behind = requests with d_r above, "
+        f"within, below +-{first['tie_tolerance']:g}; top-{first['top_influence']['k']} share = the share of the "
+        "mean carried by the requests with the largest abs(w_r d_r) (above 100%, or negative, when the others "
+        "pull the other way).",
+    ]
+    for view in views:
+        names = _metric_order(list(verdicts[view]))
+        k = first["top_influence"]["k"]
+        lines += ["", f"#### {view}", ""]
+        lines += [
+            f"| metric | mean | macro mean | {method} | percentile | sign-flip p | A ahead / level / behind "
+            f"| top-{k} share |",
+            "|---|" + "---|" * 7,
+        ]
+        for name in names:
+            v = verdicts[view][name]
+            p, share = v["sign_flip"]["p"], v["top_influence"]["share"]
+            cells = [
+                _signed(v["weighted_mean"]),
+                _signed(v["macro_mean"]),
+                _signed_interval(v["requests"]),
+                _signed_interval(v["percentile"]),
+                "n/a" if math.isnan(p) else f"{p:.3g}" + (" (exact)" if v["sign_flip"]["exact"] else ""),
+                f"{v['wins']} / {v['ties']} / {v['losses']}",
+                "n/a" if math.isnan(share) else f"{100 * share:.0f}%",
+            ]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        if sentences:
+            lines += [""] + [f"- {name}: {verdicts[view][name]['text']}" for name in names]
+    return lines
 
 
 def _interval(cell: Mapping[str, float]) -> str:

@@ -10,6 +10,10 @@ alike and on the same requests.
 Beside the differences, each run's list collapse figures (``eval.collapse``, recorded as ``collapse`` in
 its ``metrics.json``; none for a bare ``per_request.parquet``) are shown side by side, with a ``warning:``
 line per run whose lists collapse (on stderr with ``--json``).
+
+Beside the interval over requests, both print and write ``eval.verdicts``' figures (percentile interval,
+sign-flip p, requests ahead / level / behind, macro mean, top-5 share) under ``verdicts`` (view, metric);
+with several runs per side, each metric's verdict sentence (docs/metrics.md, "Verdicts").
 """
 
 from __future__ import annotations
@@ -184,6 +188,26 @@ def _by_view(flat: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _verdicts(
+    frames_a: list[Any],
+    frames_b: list[Any],
+    keys: list[str],
+    config: Any,
+    names: tuple[str, str],
+    requests: dict[str, Any],
+    seed_diffs: dict[str, list[float]],
+) -> dict[str, Any]:
+    """``eval.verdicts.table_verdicts`` by view and metric, for ``out["verdicts"]``; ``requests`` and
+    ``seed_diffs``: the intervals over requests and the pairs' differences already printed, per key."""
+    from eval.verdicts import table_verdicts
+
+    try:
+        verdicts = table_verdicts(frames_a, frames_b, keys, config, names, requests, seed_diffs)
+        return _by_view(verdicts, {})
+    except ValueError as err:
+        raise InputError(str(err), hint="score every run on the same split of the same dataset") from err
+
+
 def run_compare(args: argparse.Namespace) -> int:
     side_a, side_b = _sides(args)
     if len(side_a) > 1:
@@ -209,6 +233,9 @@ def run_compare(args: argparse.Namespace) -> int:
     }
     _by_view(diff, out)
     out["ci"] = bootstrap_config(args).as_dict()
+    names = (path_a.name, path_b.name)
+    means = {k: [cell["mean"]] for k, cell in diff.items()}
+    out["verdicts"] = _verdicts([a], [b], keys, bootstrap_config(args), names, diff, means)
     out["collapse"] = {"a": ca, "b": cb}
     header = f"comparing {what_a}\n     with {what_b}\n\n"
     if args.json:
@@ -270,6 +297,10 @@ def _compare_seeds(args: argparse.Namespace, side_a: list[Path], side_b: list[Pa
     _by_view(diff, out)
     out["ci"] = config.as_dict()
     out["seed_interval"] = {"method": "student_t", "confidence_level": config.confidence_level, "df": n - 1}
+    frames_a, frames_b = [read[p][0] for p in side_a], [read[p][0] for p in side_b]
+    requests = {k: cell["requests"] for k, cell in diff.items()}
+    means = {k: cell["seeds"]["values"] for k, cell in diff.items()}
+    out["verdicts"] = _verdicts(frames_a, frames_b, keys, config, ("A", "B"), requests, means)
     collapse = {label: read[path][3] for label, path in labelled}
     out["collapse"] = collapse
     header = "".join(f"{label}: {what}\n" for label, _, what in runs) + "\n"
