@@ -10,6 +10,9 @@ Each parquet file holds exactly its schema's columns: one with other columns is 
     catalog.parquet         the catalog the ids refer to (catalog.Catalog's frame)
     meta.json               source, domain, has_years, instruction_included, grounding (+ how it was prepared)
     stats.json              data_prep.stats.dataset_stats, plus "prep": what was skipped or noted
+    answers.parquet         optional (ProtoQA): each request's answer clusters and raw answers as its
+                            source wrote them (ANSWERS_SCHEMA), for per-question matching
+                            (eval.protoqa_match); a dataset without it loads with ``answers=None``
 
 The directory is written with ``catalog.io.outputs.atomic_dir`` as a ``"prep"`` output (its marker,
 ``.remark-output.json``, says so): a killed run leaves the old directory or none, and an existing folder
@@ -43,12 +46,14 @@ from catalog.match import GroundingSettings
 from catalog.table import Catalog, load_catalog
 from data_prep.card import dataset_card
 from data_prep.pool import expand_responders
-from data_prep.schema import REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
+from data_prep.schema import ANSWERS_SCHEMA, REQUESTS_SCHEMA, RESPONDER_ROWS_SCHEMA, Report
 from data_prep.stats import dataset_stats
 
 #: the ``catalog.io.outputs.atomic_dir`` kind of a dataset directory.
 DATASET_KIND = "prep"
 FILES = ("requests.parquet", "responder_rows.parquet", "catalog.parquet", "meta.json", "stats.json")
+#: the optional answers file (``ANSWERS_SCHEMA``): ProtoQA's clusters per request
+ANSWERS_FILE = "answers.parquet"
 META_KEYS = ("source", "domain", "has_years", "instruction_included")
 #: what ``meta.json`` must hold (``catalog.io.files.check_fields``), and what it may
 META_SCHEMA = {
@@ -67,13 +72,15 @@ REMAKE_HINT = "the dataset folder is damaged; re-run remark prep to rebuild it"
 
 @dataclass
 class PooledDataset:
-    """A loaded dataset: ``requests``, ``responder_rows`` (polars), ``catalog`` and ``meta``."""
+    """A loaded dataset: ``requests``, ``responder_rows`` (polars), ``catalog`` and ``meta``; ``answers``:
+    the requests' answer clusters (``ANSWERS_SCHEMA``, ProtoQA), None when the dataset has none."""
 
     requests: pl.DataFrame
     responder_rows: pl.DataFrame
     catalog: Catalog
     meta: dict[str, Any]
     path: Path | None = None
+    answers: pl.DataFrame | None = None
 
     @property
     def grounding(self) -> GroundingSettings:
@@ -96,6 +103,7 @@ def write_dataset(
     inputs: Sequence[str | Path] = (),
     force: bool = False,
     command: str | None = None,
+    answers: pl.DataFrame | None = None,
 ) -> PooledDataset:
     """Write the five files of a dataset directory atomically and return what was written.
 
@@ -106,6 +114,8 @@ def write_dataset(
     earlier dataset (``catalog.io.outputs.atomic_dir``).
     A dataset card (``README.md``, ``data_prep.card``) with the pooled statistics goes in the same folder;
     ``command`` (the command line that wrote it) is recorded in the card and in ``meta["command"]``.
+    ``answers`` (``Threads.answers``, ProtoQA) is written as ``answers.parquet``, its rows kept to the
+    pooled requests (first row per id).
     """
     missing = [k for k in META_KEYS if k not in meta]
     if missing:
@@ -117,6 +127,13 @@ def write_dataset(
         meta["command"] = command
     requests = pooled.select(*REQUESTS_SCHEMA).cast(REQUESTS_SCHEMA)
     rows = expand_responders(pooled)
+    if answers is not None:
+        answers = (
+            answers.select(*ANSWERS_SCHEMA)
+            .cast(ANSWERS_SCHEMA)
+            .unique("request_id", keep="first", maintain_order=True)
+            .join(requests.select("request_id"), on="request_id", how="semi", maintain_order="left")
+        )
     stats = dataset_stats(requests)
     if report is not None:
         stats["prep"] = report.to_dict()
@@ -124,11 +141,13 @@ def write_dataset(
         requests.write_parquet(tmp / "requests.parquet")
         rows.write_parquet(tmp / "responder_rows.parquet")
         catalog.df.write_parquet(tmp / "catalog.parquet")
+        if answers is not None:
+            answers.write_parquet(tmp / ANSWERS_FILE)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
         card = dataset_card(meta, stats, name=Path(out_dir).name, command=command)
         (tmp / "README.md").write_text(card, encoding="utf-8")
-    return PooledDataset(requests, rows, catalog, dict(meta), Path(out_dir))
+    return PooledDataset(requests, rows, catalog, dict(meta), Path(out_dir), answers)
 
 
 def _read(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -178,6 +197,7 @@ def load_dataset(directory: str | Path) -> PooledDataset:
         catalog=_load_own_catalog(d / "catalog.parquet"),
         meta=meta,
         path=d,
+        answers=_read(d / ANSWERS_FILE, ANSWERS_SCHEMA) if (d / ANSWERS_FILE).is_file() else None,
     )
 
 

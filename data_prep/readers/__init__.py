@@ -105,7 +105,7 @@ def check_not_empty(threads: Threads, path: str | Path, report: Report, skipped_
 def combine(parts: list[Threads], *, splits: list[str | None] | None = None) -> Threads:
     """Several inputs of one source -> one Threads: frames concatenated (``splits[i]`` fills the null
     splits of input i), catalogs merged by ``item_id`` (aliases united, popularity summed), meta of
-    the first input with ``has_years`` true if any is.
+    the first input with ``has_years`` true if any is, ``answers`` (ProtoQA) concatenated.
     """
     import polars as pl
 
@@ -142,4 +142,7 @@ def combine(parts: list[Threads], *, splits: list[str | None] | None = None) -> 
             )
         )
         catalog = Catalog(df.with_columns(pl.col("aliases").list.drop_nulls()))
-    return Threads(pl.concat(frames, how="diagonal_relaxed"), catalog, meta)
+    answers = [p.answers for p in parts if p.answers is not None]
+    return Threads(
+        pl.concat(frames, how="diagonal_relaxed"), catalog, meta, pl.concat(answers) if answers else None
+    )

@@ -19,6 +19,10 @@ Items (``items=``):
   in clusters of different questions; raw answers in no cluster (crowdsourced raw strings were cleaned
   before clustering) keep their text and are grounded like any mention.
 
+Each question's clusters and raw answers are also returned as written (``Threads.answers``,
+``data_prep.schema.ANSWERS_SCHEMA``; ``remark prep`` writes them to ``answers.parquet``), so that
+evaluation can match lists per question as ProtoQA's evaluator does (``eval.protoqa_match``).
+
 The catalog is global (all items of the file), with ``item_id = normalize_title(item)``: the policy
 names answers as free text and grounding maps them to these ids, so one string is one item across
 questions. An alias claimed by two different items (clusters of different questions), or equal to
@@ -38,7 +42,7 @@ from catalog.io.errors import InputError
 from catalog.normalize import normalize_title
 from catalog.table import Catalog
 from data_prep.readers._io import iter_json_lines
-from data_prep.schema import Report, Threads, validate_threads
+from data_prep.schema import ANSWERS_SCHEMA, Report, Threads, validate_threads
 
 Items = Literal["raw", "clusters"]
 
@@ -50,6 +54,7 @@ def read_protoqa(path: str | Path, *, items: Items = "raw", report: Report | Non
     report = report or Report()
     rows: dict[str, list] = {k: [] for k in ("request_id", "text", "answer", "count", "row")}
     cluster_rows: dict[str, list] = {"item": [], "alias": []}
+    answer_rows: list[dict] = []
     seen_ids: dict[str, int] = {}
     for line_no, obj in iter_json_lines(path, report):
         parsed = _question(obj, path, line_no, items, report)
@@ -68,6 +73,7 @@ def read_protoqa(path: str | Path, *, items: Items = "raw", report: Report | Non
             )
             continue
         seen_ids[qid] = line_no
+        answer_rows.append(_answers_row(qid, obj["answers"]))
         for answer, count in answers:
             rows["request_id"].append(qid)
             rows["text"].append(text)
@@ -118,7 +124,23 @@ def read_protoqa(path: str | Path, *, items: Items = "raw", report: Report | Non
         "items": items,
         "ambiguous_aliases": ambiguous,
     }
-    return Threads(frame, cat, meta)
+    answers = pl.DataFrame(answer_rows, schema=ANSWERS_SCHEMA)
+    return Threads(frame, cat, meta, answers.filter(pl.col("request_id").is_in(frame["request_id"].unique())))
+
+
+def _answers_row(qid: str, answers: dict) -> dict:
+    """One question's ``ANSWERS_SCHEMA`` row: clusters and raw answers as written (a count that is not
+    a non-negative integer is null; ``_question`` has already refused the ones pooling reads)."""
+
+    def count(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    clusters = [
+        {"count": count(c.get("count")), "answers": list(c["answers"])}
+        for c in (answers.get("clusters") or {}).values()
+    ]
+    raw = [{"answer": str(a), "count": count(n)} for a, n in (answers.get("raw") or {}).items()]
+    return {"request_id": qid, "clusters": clusters, "raw": raw}
 
 
 def _question(obj: dict, path, line_no: int, items: Items, report: Report):

@@ -31,6 +31,7 @@ from data_prep.schema.columns import (
 )
 from data_prep.schema.messages import ROLES, normalize_prompt
 from data_prep.schema.tables import (
+    ANSWERS_SCHEMA,
     IDS,
     MESSAGE,
     MESSAGES,
@@ -50,6 +51,7 @@ from data_prep.schema.tables import (
 from data_prep.sources import DOMAINS
 
 __all__ = [
+    "ANSWERS_SCHEMA",
     "DOMAINS",
     "EPOCH_MAX_S",
     "IDS",

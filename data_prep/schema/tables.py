@@ -49,6 +49,16 @@ REQUESTS_SCHEMA: dict[str, pl.DataType] = {
     "split": pl.String(),
 }
 
+#: ``answers.parquet`` (optional; ProtoQA): each question's answers as its source file gives them, so that
+#: evaluation can match a list against *its own* question's clusters as ProtoQA's evaluator does
+#: (``eval.protoqa_match``): ``clusters`` in file order (``count``: the file's cluster count; ``answers``:
+#: its strings as written) and ``raw`` (answer string -> respondents; empty when the file has none).
+ANSWERS_SCHEMA: dict[str, pl.DataType] = {
+    "request_id": pl.String(),
+    "clusters": pl.List(pl.Struct({"count": pl.UInt32(), "answers": pl.List(pl.String())})),
+    "raw": pl.List(pl.Struct({"answer": pl.String(), "count": pl.UInt32()})),
+}
+
 #: ``responder_rows.parquet``: Rank-GRPO's rows, one per (request, responder), naming the request; the
 #: request's own fields (prompt, seen, union, counts, every responder's list) stay in ``requests.parquet``
 #: and are joined on ``request_id`` where the whole view is needed (``data_prep.pool.responder_view``).
@@ -72,11 +82,13 @@ class Threads:
     """What every reader returns: the threads frame, the source's own catalog (or None), and meta.
 
     ``meta`` holds at least ``source``, ``domain``, ``has_years`` and ``instruction_included``.
+    ``answers`` (ProtoQA only, else None): one row per question in :data:`ANSWERS_SCHEMA`.
     """
 
     frame: pl.DataFrame
     catalog: Any  # catalog.Catalog or None (typed loosely: readers build it lazily)
     meta: dict[str, Any]
+    answers: pl.DataFrame | None = None
 
 
 @dataclass

@@ -10,6 +10,11 @@ world (``data_prep.synthetic``) instead, with no input.
 The grounding flags (``--match-mode``, ``--year-tolerance``, ``--match-threshold``, ``--match-scorer``;
 ``catalog.match.GroundingSettings``) ground the mentions and are written to ``meta.json["grounding"]``,
 the settings the reward, the validation and ``remark eval`` then use for this dataset.
+
+``--catalog-splits train`` keeps the written catalog to the items that the named splits' requests name,
+with their mentions there as popularity (``data_prep.catalog_splits``): mentions are still grounded and
+pooled against the whole catalog, so every request keeps its targets, but generated lists ground only
+to items known from those splits (recorded as ``meta.json["catalog_splits"]``).
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ DEFAULTS = {
 }
 #: flags only the synthetic world reads, and flags every source but the synthetic one reads
 SYNTHETIC_ONLY = ("--n-requests", "--n-items", "--seed")
-READERS_ONLY = ("--catalog", "--domain", "--split-seed", "--split-by-time", "--skip-bad-rows")
+READERS_ONLY = (
+    "--catalog", "--domain", "--split-seed", "--split-by-time", "--skip-bad-rows", "--catalog-splits"
+)  # fmt: skip
 
 
 def add_parser(subparsers) -> None:
@@ -68,6 +75,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=flag_type("--seed"), help="synthetic: seed of the world (default 0)")
     p.add_argument("--catalog", type=Path, default=None, help="catalog file (overrides the source's own)")
     p.add_argument("--items", choices=["raw", "clusters"], default=None, help="ProtoQA items (default raw)")
+    p.add_argument(
+        "--catalog-splits",
+        default=None,
+        metavar="SPLIT,...",
+        help="write only the catalog items that requests of these splits name, with their mentions there as "
+        "popularity (e.g. train: no test answer in the catalog); mentions are still pooled against the "
+        "whole catalog (default: the whole catalog)",
+    )
     add_grounding_flags(p, from_dataset=False)
     p.add_argument("--domain", choices=DOMAINS, default=None, help="override")
     p.add_argument(
@@ -151,7 +166,8 @@ def given(args: argparse.Namespace) -> list[str]:
     """The flags of this command a user gave (those whose value is not the parser's None default)."""
     flags = {"n_requests": "--n-requests", "n_items": "--n-items", "seed": "--seed", "catalog": "--catalog",
              "items": "--items", "domain": "--domain", "split_fractions": "--split-fractions",
-             "split_seed": "--split-seed", "split_by_time": "--split-by-time"}  # fmt: skip
+             "split_seed": "--split-seed", "split_by_time": "--split-by-time",
+             "catalog_splits": "--catalog-splits"}  # fmt: skip
     out = [flag for dest, flag in flags.items() if getattr(args, dest, None) is not None]
     return out + (["--skip-bad-rows"] if args.skip_bad_rows else [])
 
@@ -258,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
                 hint=f"e.g. {PRESETS['reddit-v2']} (or {', '.join(PRESETS)})",
             ) from err
     fractions = tuple(parse_fractions(value(args, "split_fractions")))
+    catalog_splits = parse_splits(args.catalog_splits) if args.catalog_splits is not None else None
     try:
         spec = SplitSpec(fractions, seed=value(args, "split_seed"), by_time=by_time)
     except ValueError as err:
@@ -291,6 +308,15 @@ def run(args: argparse.Namespace) -> int:
             path=", ".join(str(i["path"]) for i in inputs),
             hint=_skipped(report),
         )
+    if catalog_splits is not None:
+        from data_prep.catalog_splits import catalog_of_splits
+
+        try:
+            catalog = catalog_of_splits(catalog, pooled, catalog_splits)
+        except ValueError as err:
+            raise InputError(
+                str(err), field="--catalog-splits", hint="name a split that has requests"
+            ) from err
     meta = {
         "source": threads.meta["source"],
         "domain": args.domain or threads.meta["domain"],
@@ -299,6 +325,7 @@ def run(args: argparse.Namespace) -> int:
         "inputs": inputs,
         "catalog": str(args.catalog) if args.catalog else "from source",
         "catalog_items": len(catalog),
+        "catalog_splits": catalog_splits,
         "items": (args.items or "raw") if args.source == "protoqa" else None,
         "split_fractions": None if by_time else dict(spec.fractions),
         "split_seed": None if by_time else spec.seed,
@@ -315,8 +342,23 @@ def run(args: argparse.Namespace) -> int:
         inputs=sources,
         force=args.force,
         command=getattr(args, "command_line", None),
+        answers=threads.answers,
     )
     return _report(args, ds)
+
+
+def parse_splits(text: str) -> list[str]:
+    """``"train"`` or ``"train,valid"`` -> distinct split names (aliases such as ``val`` folded); else
+    ``InputError`` naming ``--catalog-splits``."""
+    names = [SPLIT_ALIASES.get(t.strip().lower(), t.strip().lower()) for t in text.split(",")]
+    bad = [t for t in names if t not in SPLITS]
+    if bad or not names:
+        raise InputError(
+            f"unknown split {bad[0] if bad else text!r}",
+            field="--catalog-splits",
+            hint=f"use {', '.join(SPLITS)}",
+        )
+    return list(dict.fromkeys(names))
 
 
 def _extra(meta: dict) -> dict:
