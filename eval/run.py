@@ -18,6 +18,11 @@ folder that is not an earlier output of the same command is refused before any g
   ``eval.generate.TOKENS_PER_ITEM`` x k unless one was given, and ``notes``: a cap below that);
 - ``per_request.parquet`` (and ``per_request_sampled.parquet``): per-request values, the training
   eval-log format, so ``remark eval compare`` can pair two runs;
+- on a dataset that carries ProtoQA's answers (``answers.parquet``): ``metrics.json["protoqa"]`` (and
+  ``["sampled"]["protoqa"]``), the lists matched per question as ProtoQA's evaluator matches them
+  (``eval.protoqa_match``: ``per_responder``, ``union``, ``max_answers``), and its per-request columns
+  ``protoqa/recall@K/per_responder``, ``protoqa/recall@K/union``, ``protoqa/max_answers@K``,
+  ``protoqa/n_responders`` in the per-request tables, beside the catalog-matched ones;
 - ``per_row.parquet`` (and ``per_row_sampled.parquet``): one row per (request, responder), Rank-GRPO's
   eval rows (``eval.score.per_row_table``: ``request_id``, ``responder_id``, ``responder_index``,
   ``split``, ``n_lists``, ``n_targets``, every per-responder metric column; sampled: the mean over the
@@ -56,6 +61,7 @@ from eval.collapse import requests_collapse
 from eval.generate import DEFAULT_GENERATION, NO_ADAPTER, AdapterLoad, GenerationConfig, generate_lists
 from eval.leakage import overlap_against_train
 from eval.metrics import DEFAULT_KS, METRICS
+from eval.protoqa_match import protoqa_markdown, protoqa_result, with_protoqa
 from eval.report import metrics_markdown, plot_metrics
 from eval.score import (
     ALL_SPLITS,
@@ -273,11 +279,15 @@ def _evaluate_model(
             for r, s, g, c in zip(ids_req, shown, grounded, gen.greedy)
         ]
         _write_jsonl(out / "predictions.jsonl", pred_rows)
-        scored.per_request.write_parquet(out / "per_request.parquet")
+        pq = protoqa_result(ds.answers, requests, shown, ks=ks, config=config)
+        if pq is not None:
+            result["protoqa"] = pq[0]
+        with_protoqa(scored.per_request, pq and pq[1]).write_parquet(out / "per_request.parquet")
         _write_rows(out / "per_row.parquet", per_row_table(scored, requests, ds.responder_rows))
         plot_metrics(result, out / "metrics.png", title=f"{Path(model_dir).name}: greedy, {split}")
         md = metrics_markdown(result, title=f"Greedy lists ({split}, {requests.height} requests)")
         md += lists_markdown(result["lists"]["shape"], "What the greedy lists were")
+        md += protoqa_markdown(result.get("protoqa"))
 
         if gen.samples is not None:
             n = gen_cfg.num_samples
@@ -320,7 +330,19 @@ def _evaluate_model(
                 for i, (s, g, c) in enumerate(zip(s_shown, s_grounded, flat))
             ]
             _write_jsonl(out / "samples.jsonl", rows)
-            s_scored.per_request.write_parquet(out / "per_request_sampled.parquet")
+            s_pq = protoqa_result(
+                ds.answers,
+                requests,
+                s_shown,
+                list_request=np.repeat(np.arange(requests.height), n),
+                ks=ks,
+                config=config,
+            )
+            if s_pq is not None:
+                sampled["protoqa"] = s_pq[0]
+            with_protoqa(s_scored.per_request, s_pq and s_pq[1]).write_parquet(
+                out / "per_request_sampled.parquet"
+            )
             _write_rows(out / "per_row_sampled.parquet", per_row_table(s_scored, requests, ds.responder_rows))
             plot_metrics(
                 sampled, out / "metrics_sampled.png", title=f"{Path(model_dir).name}: {n} samples, {split}"
@@ -329,6 +351,7 @@ def _evaluate_model(
                 sampled, title=f"Sampled lists ({n} per request, T = {gen_cfg.temperature})"
             )
             md += lists_markdown(sampled["lists"]["shape"], "What the sampled lists were")
+            md += protoqa_markdown(sampled.get("protoqa"))
             md += (
                 f"\nDistinct grounded items per list: greedy {result['lists']['distinct_mean']:.2f}, "
                 f"sampled {sampled['lists']['distinct_mean']:.2f} (docs/experiments.md, pitfall 1).\n"
