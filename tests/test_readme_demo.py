@@ -75,7 +75,7 @@ def test_readme_table_check_fails_on_any_changed_cell():
     assert "| nearest_request | 0.100 | 0.100 |" in table
     assert "| ReMaRk | 0.250 [0.200, 0.300] | n/a |" in table
     assert "| ReMaRk - Rank-GRPO (points) | +5.00 [+1.00, +9.00] | n/a |" in table
-    assert "| verdict | ReMaRk ahead | n/a |" in table  # one seed: the interval over requests decides
+    assert "| verdict | no verdict (< 3 seeds) | n/a |" in table  # the rule needs three seeds
     assert "made on a host: GenuineIntel with AVX-512." in table
     readme = _readme(s)
     assert readme_table_problem(readme, s) is None

@@ -194,11 +194,31 @@ def across_seeds(eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any
             diffs[pair][lists] = {}
             for view in VIEWS:
                 per_seed = [pairs[pair][f"seed{seed}"][lists][view][metric]["mean"] for seed in s.rl_seeds]
-                diffs[pair][lists][view] = {
+                cell = {
                     "seeds": seed_spread_S(per_seed),
                     "requests": pooled_difference(fa, fb, _key(s, view), ci),
                 }
+                if view == "per_responder":  # the headline view: every figure the verdict rests on
+                    cell["verdict"] = _verdict(fa, fb, _key(s, view), ci, per_seed, cell["requests"], pair)
+                diffs[pair][lists][view] = cell
     return {"metric": metric, "models": models, "paired": diffs}
+
+
+def _verdict(
+    fa, fb, key: str, ci, per_seed: list[float], requests: dict[str, Any], pair: str
+) -> dict[str, Any]:
+    """``eval.verdicts.verdict`` of A - B from the S paired per-request tables: the one rule for "resolved"
+    (at least three seeds; the t-interval over seeds and the sign-flip test over requests both exclude 0),
+    with the percentile interval, wins / ties / losses, the question-macro mean and the top-5 share."""
+    from eval.verdicts import request_differences, verdict
+
+    d_SR, w_R = request_differences(fa, fb, key)
+    names = tuple(_LABEL[m] for m in PAIRS[pair])
+    return verdict(d_SR, w_R, per_seed, config=ci, names=names, requests=requests)
+
+
+#: Method labels for verdict sentences.
+_LABEL = {"sft": "the SFT start", **{m: METHODS[m][0] for m in METHODS}}
 
 
 def validation_results(s: DemoSettings, out: Path, chosen: dict[str, float]) -> dict[str, Any]:

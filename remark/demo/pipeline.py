@@ -390,7 +390,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
 
 
 def _cells(res: dict[str, Any]) -> dict[str, Any]:
-    keep = ("n_requests", "per_responder", "union", "single_mention", "lists", "ci")
+    keep = ("n_requests", "per_responder", "union", "single_mention", "lists", "ci", "collapse", "protoqa")
     return {k: res[k] for k in keep if k in res}
 
 

@@ -56,37 +56,45 @@ def _side(cell: dict[str, Any]) -> int:
     return 1 if lo > 0 else -1 if hi < 0 else 0
 
 
-def resolution(diff: dict[str, Any]) -> int:
-    """The one meaning of "resolved": +1 / -1 when the difference is resolved above / below 0, else 0.
+def resolution(diff: dict[str, Any]) -> int | None:
+    """The one meaning of "resolved" (``eval.verdicts.verdict``): +1 / -1 when the difference is resolved
+    above / below 0, 0 when not, None when there is no verdict (fewer than three RL seeds).
 
-    With one RL seed there is no seed interval: the 95% interval over requests must exclude 0. With several,
-    the t-interval over seeds *and* the interval over requests must both exclude 0, on the same side. The
-    headline (:func:`headline_block`) and every verdict read this function.
+    Resolved needs at least three seeds, and the t-interval over seeds *and* the paired sign-flip test over
+    requests both excluding no difference, in the mean's direction; the bootstrap intervals over requests
+    are reported beside it, not voted. The headline (:func:`headline_block`), the README table and every
+    verdict sentence read this function. A cell without the verdict figures (a view other than the
+    headline's) gets the same rule from its seed interval alone, and no verdict below three seeds.
     """
-    reqs = _side(diff["requests"])
-    if diff["seeds"].get("n") == 1:
-        return reqs
-    seeds = _side(diff["seeds"])
-    return seeds if seeds == reqs else 0
+    if "verdict" in diff:
+        return diff["verdict"]["resolved"]
+    seeds = diff["seeds"]
+    if (seeds.get("n") or 0) < 3:
+        return None
+    return _side(seeds)
 
 
 def verdict(diff: dict[str, Any], a: str, b: str) -> str:
-    """:func:`resolution` in words, saying which interval decided and what one seed leaves out."""
+    """:func:`resolution` in words, with the figures that decided it."""
     side = resolution(diff)
-    if diff["seeds"].get("n") == 1:
-        if side:
-            return (
-                f"**resolved: {a if side > 0 else b} is ahead** (the 95% interval over requests "
-                "excludes 0; one RL seed, so training variance is not covered)"
-            )
-        return "**not resolved** (the 95% interval over requests contains 0)"
+    v = diff.get("verdict")
+    figures = ""
+    if v:
+        p = _num(v["sign_flip"]["p"])
+        figures = (
+            f"; sign-flip test over requests p = {p:.3f}, requests ahead / level / behind "
+            f"{v['wins']} / {v['ties']} / {v['losses']}, percentile interval "
+            f"{_cell({'mean': v['mean'], **v['percentile']}, 100, 2, True)}, the five most influential "
+            f"requests carry {_num(v['top_influence']['share']):.0%} of the difference"
+        )
+    if side is None:
+        return f"**no verdict** (fewer than three RL seeds{figures})"
     if side:
-        return f"**resolved: {a if side > 0 else b} is ahead** (both 95% intervals exclude 0)"
-    seeds, reqs = _side(diff["seeds"]), _side(diff["requests"])
-    which = [n for n, v in (("over seeds", seeds), ("over requests", reqs)) if v == 0]
-    if seeds and reqs:  # both exclude 0, on opposite sides (cannot happen with a shared mean; kept honest)
-        which = ["the two intervals disagree"]
-    return f"**not resolved** (the 95% interval {' and '.join(which)} contains 0)"
+        return (
+            f"**resolved: {a if side > 0 else b} is ahead** (the t-interval over seeds and the sign-flip test "
+            f"both exclude no difference{figures})"
+        )
+    return f"**not resolved** (the t-interval over seeds or the sign-flip test does not exclude 0{figures})"
 
 
 def _points_line(diff: dict[str, Any], a: str, b: str, lists: str, k: int, n_req: int) -> str:
@@ -174,10 +182,13 @@ def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
     """``summary.json``'s ``headline``: ReMaRk - Rank-GRPO on the test split, in points of the primary metric.
 
     The primary lists are the sampled ones (greedy when the demo validates on greedy lists only); levels
-    and the difference are seed means; ``ci`` is the 95% bootstrap interval over test requests of the
-    seed-averaged difference (``eval.seeds.pooled_difference``: which questions were drawn, for these
-    runs), and ``resolved`` is true when it excludes 0. ``seeds`` gives the per-seed differences and, with
-    more than one seed, the t-interval over seeds (training variance), which ``ci`` does not cover.
+    and the difference are seed means; ``ci`` is the 95% BCa bootstrap interval over test requests of the
+    seed-averaged difference (``eval.seeds.pooled_difference``: which questions were drawn, for these runs).
+    ``verdict`` and ``resolved`` follow the one rule (:func:`resolution`, ``eval.verdicts.verdict``): at
+    least three seeds, and the t-interval over seeds and the sign-flip test over requests both exclude no
+    difference; ``resolved`` is None with fewer than three seeds (no verdict). ``figures`` holds what the
+    verdict rests on and what stands beside it (percentile interval, sign-flip p, requests ahead / level /
+    behind, question-macro mean, the five most influential requests' share).
     """
     s = summary["settings"]
     lists = "sampled" if s["validation_samples"] else "greedy"
@@ -186,7 +197,8 @@ def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
     reqs, seeds = d["requests"], d["seeds"]
     lo, hi = _num(reqs["ci_low"]), _num(reqs["ci_high"])
     n_seeds, n_req = seeds["n"], summary["test"]["sft"]["greedy"]["n_requests"]
-    resolved = resolution(d) != 0
+    side = resolution(d)
+    v = d.get("verdict") or {}
     block: dict[str, Any] = {
         "data": s["data"],
         "metric": f"test per-responder recall@{s['k']}, {lists} lists",
@@ -194,14 +206,28 @@ def headline_block(summary: dict[str, Any]) -> dict[str, Any]:
         "rank_grpo": _num(models["rank_grpo"][lists]["per_responder"]["requests"]["mean"]),
         "difference": 100 * _num(reqs["mean"]),
         "ci": [100 * lo, 100 * hi],
-        "resolved": resolved,
-        "interval": f"95% bootstrap over the {n_req} test requests, for these runs",
-        "resolved_means": "the interval over requests excludes 0 (one RL seed); with several seeds, it and the "
-        "t-interval over seeds both exclude 0 on the same side",
+        "resolved": None if side is None else side != 0,
+        "verdict": "no verdict (fewer than three RL seeds)"
+        if side is None
+        else ("resolved: " + ("ReMaRk" if side > 0 else "Rank-GRPO") + " ahead")
+        if side
+        else "not resolved",
+        "interval": f"95% BCa bootstrap over the {n_req} test requests, for these runs",
+        "resolved_means": "at least three RL seeds, and the t-interval over seeds and the paired sign-flip test "
+        "over requests (p < 0.05) both exclude no difference, in the direction of the mean",
+        "figures": {
+            "percentile": [100 * _num(v["percentile"]["ci_low"]), 100 * _num(v["percentile"]["ci_high"])],
+            "sign_flip_p": _num(v["sign_flip"]["p"]),
+            "ahead_level_behind": [v["wins"], v["ties"], v["losses"]],
+            "macro_mean": 100 * _num(v["macro_mean"]),
+            "top5_share": _num(v["top_influence"]["share"]),
+        }
+        if v
+        else None,
         "protocol": _protocol_block(summary),
         "seeds": {
             "n": n_seeds,
-            "differences": [100 * v for v in seeds["values"]],
+            "differences": [100 * x for x in seeds["values"]],
             "ci": [100 * _num(seeds["ci_low"]), 100 * _num(seeds["ci_high"])] if n_seeds > 1 else None,
         },
     }
@@ -213,21 +239,26 @@ def _headline_sentence(h: dict[str, Any], data: str, n_req: int) -> str:
     lo, hi = h["ci"]
     text = (
         f"On {data}: ReMaRk {h['remark']:.3f} vs Rank-GRPO {h['rank_grpo']:.3f} ({h['metric']}), a difference "
-        f"of **{h['difference']:+.2f} points**, 95% CI over the {n_req} test requests [{lo:+.2f}, {hi:+.2f}]: "
-        + ("**resolved**." if h["resolved"] else "**not resolved**.")
+        f"of **{h['difference']:+.2f} points** (95% BCa interval over the {n_req} test requests "
+        f"[{lo:+.2f}, {hi:+.2f}]"
     )
+    f = h.get("figures")
+    if f:
+        a, t, b = f["ahead_level_behind"]
+        text += (
+            f"; percentile [{f['percentile'][0]:+.2f}, {f['percentile'][1]:+.2f}]; paired sign-flip test "
+            f"p = {f['sign_flip_p']:.3f}; ReMaRk ahead on {a} questions, level on {t}, behind on {b}; "
+            f"question-macro mean {f['macro_mean']:+.2f}; the five most influential questions carry "
+            f"{f['top5_share']:.0%} of it"
+        )
+    text += ")"
     seeds = h["seeds"]
-    if seeds["n"] == 1:
-        return text + " One RL seed: the interval covers which questions were drawn, not training variance."
-    if not h["resolved"] and h["ci"][0] * h["ci"][1] > 0:
-        text += " (The request interval excludes 0, the seed interval does not.)"
-    per_seed = ", ".join(f"{v:+.2f}" for v in seeds["differences"])
-    s_lo, s_hi = seeds["ci"]
-    ci = f"[{s_lo:+.2f}, {s_hi:+.2f}]" if math.isfinite(s_lo) and math.isfinite(s_hi) else "n/a"
-    return text + (
-        f" Over {seeds['n']} RL seeds (mean of the per-seed differences {per_seed}): t-interval {ci}, "
-        "what varies between training runs, which the request interval does not cover."
-    )
+    if seeds["n"] > 1:
+        per_seed = ", ".join(f"{v:+.2f}" for v in seeds["differences"])
+        s_lo, s_hi = seeds["ci"]
+        ci = f"[{s_lo:+.2f}, {s_hi:+.2f}]" if math.isfinite(s_lo) and math.isfinite(s_hi) else "n/a"
+        text += f"; over {seeds['n']} RL seeds (per seed {per_seed}) the t-interval is {ci}"
+    return text + f": **{h['verdict']}**."
 
 
 def _level_text(name: str) -> str:
@@ -396,8 +427,65 @@ def readme_table(summary: dict[str, Any]) -> str:
     host = host_class(summary.get("machine", {}))
     return (
         f"Per-responder recall@{k} [95% interval over test requests], {_seeds_text(n_seeds)}; made on a host: "
-        f"{host}.\n\n" + "\n".join(rows) + "\n"
+        f"{host}.\n\n" + "\n".join(rows) + "\n" + collapse_table(summary)
     )
+
+
+#: The collapse figures the README and the report show, in this order (``eval.collapse``).
+COLLAPSE_SHOWN = {
+    "coverage": "catalog coverage",
+    "distinct_per_list": "distinct per list",
+    "same_list_share": "same-list share",
+    "repeat_share": "repeats",
+    "popularity_lift": "popularity lift",
+    "head_hit_share": "hits from the top K",
+}
+#: The first cell of every collapse row starts with this (``host_tolerances`` leaves them out).
+COLLAPSE_ROW = "lists of"
+
+
+def collapse_rows(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per model and lists on the held-out test questions: each :data:`COLLAPSE_SHOWN` figure averaged over
+    the RL seeds (``eval.collapse.collapse_report`` of each run's lists) and the collapse warnings of any
+    seed (``eval.collapse.collapse_warning``)."""
+    out: dict[str, dict[str, Any]] = {}
+    test = summary.get("test", {})
+    for m in ("sft", *METHODS):
+        names = ["sft"] if m == "sft" else [f"{m}-seed{x}" for x in summary["settings"]["rl_seeds"]]
+        for lists in ("greedy", "sampled"):
+            reports = [(test.get(n, {}).get(lists) or {}).get("collapse") for n in names]
+            reports = [r for r in reports if r]
+            if not reports:
+                continue
+            figures = {}
+            for key in COLLAPSE_SHOWN:
+                vals = [_num(r.get(key)) for r in reports]
+                figures[key] = sum(vals) / len(vals)
+            warnings = [w for r in reports if (w := r.get("warning"))]
+            out[f"{LABELS[m]}, {lists}"] = {"figures": figures, "warnings": warnings, "runs": len(reports)}
+    return out
+
+
+def collapse_table(summary: dict[str, Any]) -> str:
+    """The collapse table under the README's demo table: :func:`collapse_rows` as markdown, a plain
+    "COLLAPSED" where any run's lists trip ``eval.collapse.collapse_warning``."""
+    rows = collapse_rows(summary)
+    if not rows:
+        return ""
+    k = summary["settings"]["k"]
+    lines = [
+        "",
+        f"List collapse on the held-out scraped questions (first {k} grounded items of each list; mean over the "
+        "runs; `eval.collapse`):",
+        "",
+        "| lists | " + " | ".join(COLLAPSE_SHOWN.values()) + " | collapse warning |",
+        "|---|" + "---|" * (len(COLLAPSE_SHOWN) + 1),
+    ]
+    for label, row in rows.items():
+        cells = [f"{v:.2f}" if math.isfinite(v) else "n/a" for v in row["figures"].values()]
+        flag = f"COLLAPSED ({len(row['warnings'])} of {row['runs']} runs)" if row["warnings"] else "no"
+        lines.append(f"| {COLLAPSE_ROW} {label} | " + " | ".join(cells) + f" | {flag} |")
+    return "\n".join(lines) + "\n"
 
 
 #: The README table's row of the paired difference and of its verdict.
@@ -408,6 +496,8 @@ VERDICT_ROW = "verdict"
 def _verdict_word(diff: dict[str, Any]) -> str:
     """The verdict of one table column in a word or three (:func:`resolution`)."""
     side = resolution(diff)
+    if side is None:
+        return "no verdict (< 3 seeds)"
     return "ReMaRk ahead" if side > 0 else "Rank-GRPO ahead" if side < 0 else "not resolved"
 
 
@@ -511,7 +601,7 @@ def _table_cells(table: str) -> dict[str, list[str]]:
     """A markdown table's rows by their first cell (header and rule rows skipped)."""
     rows: dict[str, list[str]] = {}
     for line in table.splitlines():
-        if not line.startswith("|") or line.startswith("|---") or line.startswith("| row |"):
+        if not line.startswith("|") or line.startswith("|---") or line.startswith(("| row |", "| lists |")):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         rows[cells[0]] = cells[1:]
@@ -586,6 +676,8 @@ def readme_table_problem(readme: str, summary: dict[str, Any]) -> str | None:
     shown_rows, made_rows, tol = _table_cells(shown), _table_cells(made), host_tolerances(summary)
     problems = []
     for label, cells in made_rows.items():
+        if label.startswith(COLLAPSE_ROW):  # descriptive: on another host class each run's lists differ
+            continue
         theirs = shown_rows.get(label)
         if theirs is None or len(theirs) != len(cells):
             problems.append(f"row {label!r}: missing or of another shape in the README")
@@ -796,6 +888,11 @@ def report_notes(summary: dict[str, Any]) -> list[str]:
             f"{100 * sum(zs['rank_grpo']) / n:.0f}% of Rank-GRPO's, {100 * sum(zs['remark']) / n:.0f}% of "
             "ReMaRk's (mean over seeds): the responder draw at work."
         )
+    for label, row in collapse_rows(summary).items():
+        for w in dict.fromkeys(row["warnings"]):
+            notes.append(
+                f"- **Collapse** ({label} lists, {len(row['warnings'])} of {row['runs']} runs): {w}."
+            )
     seeds_note = (
         "The interval over requests covers which requests were drawn (for this run), not training variance: "
         "another RL seed (`--seeds 0 1 2` adds the t-interval over seeds) or a new warm-up (another `--seed`) "

@@ -330,7 +330,7 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
         "## Steps to reach"
     )  # the test result first
     n_test = json.loads((out / "summary.json").read_text())["test"]["sft"]["greedy"]["n_requests"]
-    assert "resolved" in lead and "over seeds" in lead and f"over the {n_test} test requests" in lead
+    assert "verdict" in lead and "over seeds" in lead and f"over the {n_test} test requests" in lead
     for text in ("ReMaRk", "Rank-GRPO", "SFT start", "Paired differences", "curves.png", "Per seed"):
         assert text in report
     assert report.count(" parameters") == 1  # one parameter count
@@ -351,9 +351,21 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
     cell = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"]["sampled"]["per_responder"]["requests"]
     assert head["difference"] == pytest.approx(100 * cell["mean"])
     assert head["ci"] == pytest.approx([100 * cell["ci_low"], 100 * cell["ci_high"]])
-    assert head["resolved"] == (cell["ci_low"] > 0 or cell["ci_high"] < 0)
+    # two seeds: every figure, and no verdict (the rule needs three)
+    assert head["resolved"] is None and head["verdict"] == "no verdict (fewer than three RL seeds)"
+    verdict = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"]["sampled"]["per_responder"]["verdict"]
+    assert verdict["n_seeds"] == 2 and verdict["resolved"] is None
+    assert head["figures"]["sign_flip_p"] == verdict["sign_flip"]["p"]
+    assert sum(head["figures"]["ahead_level_behind"]) == verdict["n_requests"]
     assert head["seeds"]["n"] == 2 and len(head["seeds"]["ci"]) == 2
-    assert "Over 2 RL seeds" in head["sentence"] and head["sentence"].replace("**", "") in printed
+    assert "over 2 RL seeds" in head["sentence"] and head["sentence"].replace("**", "") in printed
+    assert "| verdict | no verdict (< 3 seeds) |" in report
+    assert (
+        "List collapse on the held-out scraped questions" in report
+        and "| lists of SFT start, greedy |" in report
+    )
+    assert summary["strongest_baseline"]["name"] in summary["reference_levels"]
+    assert "retrieval" in summary["reference_levels"]
     seeds = summary["settings"]["rl_seeds"]
     assert seeds == [0, 1]
     k, steps = summary["settings"]["k"], list(range(summary["settings"]["steps"] + 1))

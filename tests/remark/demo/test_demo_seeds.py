@@ -20,35 +20,48 @@ from remark.demo.evaluation import VIEWS, across_seeds, per_seed_pairs
 from remark.demo.report import headline_block, resolution, verdict
 
 
-def test_verdict_needs_both_intervals_to_exclude_zero():
-    def d(seeds, reqs):
-        return {
-            "seeds": {"ci_low": seeds[0], "ci_high": seeds[1]},
-            "requests": {"ci_low": reqs[0], "ci_high": reqs[1]},
-        }
+def _figures(resolved, n=3):
+    """An ``eval.verdicts.verdict`` dict with the figures the report prints."""
+    return {
+        "n_seeds": n,
+        "resolved": resolved,
+        "mean": 0.02,
+        "percentile": {"ci_low": 0.001, "ci_high": 0.04},
+        "sign_flip": {"p": 0.012},
+        "wins": 30,
+        "ties": 80,
+        "losses": 13,
+        "macro_mean": 0.015,
+        "top_influence": {"share": 0.6},
+    }
 
-    assert "resolved: A is ahead" in verdict(d((0.01, 0.05), (0.02, 0.04)), "A", "B")
-    assert "resolved: B is ahead" in verdict(d((-0.05, -0.01), (-0.04, -0.02)), "A", "B")
-    text = verdict(d((-0.02, 0.08), (0.01, 0.05)), "A", "B")
-    assert "not resolved" in text and "over seeds" in text and "over requests" not in text
-    text = verdict(d((0.01, 0.08), (-0.01, 0.05)), "A", "B")
-    assert "not resolved" in text and "over requests" in text
-    assert "not resolved" in verdict(d((None, None), (0.01, 0.05)), "A", "B")
-    one = d((None, None), (0.01, 0.05))
-    one["seeds"]["n"] = 1  # one RL seed: the request interval alone, and the report says what it leaves out
-    assert "resolved: A is ahead" in verdict(one, "A", "B") and resolution(one) == 1
-    assert "training variance is not covered" in verdict(one, "A", "B")
-    one["requests"]["ci_low"] = -0.01
-    assert verdict(one, "A", "B") == "**not resolved** (the 95% interval over requests contains 0)"
-    assert resolution(one) == 0
+
+def test_verdict_reads_the_one_rule_and_prints_its_figures():
+    def d(seeds, verdict_figures=None, n=3):
+        out = {"seeds": {"n": n, "ci_low": seeds[0], "ci_high": seeds[1]}, "requests": {}}
+        if verdict_figures is not None:
+            out["verdict"] = verdict_figures
+        return out
+
+    text = verdict(d((0.01, 0.05), _figures(1)), "A", "B")
+    assert text.startswith("**resolved: A is ahead**") and "p = 0.012" in text and "30 / 80 / 13" in text
+    assert "percentile interval +2.00 [+0.10, +4.00]" in text and "carry 60%" in text
+    assert verdict(d((-0.05, -0.01), _figures(-1)), "A", "B").startswith("**resolved: B is ahead**")
+    assert verdict(d((-0.02, 0.08), _figures(0)), "A", "B").startswith("**not resolved**")
+    # fewer than three seeds: the figures, and no verdict, whatever the intervals say
+    assert verdict(d((0.01, 0.05), _figures(None, n=1), n=1), "A", "B").startswith("**no verdict**")
+    assert resolution(d((0.01, 0.05), _figures(None, n=2), n=2)) is None
+    # a view without the verdict figures: the seed interval, with the same seed count rule
+    assert resolution(d((0.01, 0.05))) == 1 and resolution(d((-0.01, 0.05))) == 0
+    assert resolution(d((0.01, 0.05), n=2)) is None
 
 
 def test_resolved_has_one_meaning_in_the_headline_and_the_verdict():
-    """``headline_block``'s ``resolved`` is ``resolution``: with several seeds a request interval that excludes 0
-    is not enough when the seed interval contains it."""
+    """``headline_block``'s ``resolved`` is ``resolution``, which is ``eval.verdicts.verdict``'s rule."""
     diff = {
         "seeds": {"n": 3, "ci_low": -0.01, "ci_high": 0.05, "values": [0.01, 0.02, 0.03]},
         "requests": {"mean": 0.02, "ci_low": 0.01, "ci_high": 0.03},
+        "verdict": _figures(0),
     }
     assert resolution(diff) == 0 and "not resolved" in verdict(diff, "A", "B")
     cell = {"requests": {"mean": 0.1}}
@@ -65,9 +78,13 @@ def test_resolved_has_one_meaning_in_the_headline_and_the_verdict():
         "data": {"description": "x"},
     }
     head = headline_block(summary)
-    assert head["resolved"] is False and "not resolved" in head["sentence"]
-    diff["seeds"]["ci_low"] = 0.005
-    assert headline_block(summary)["resolved"] is True and resolution(diff) == 1
+    assert head["resolved"] is False and head["sentence"].endswith("**not resolved**.")
+    assert "sign-flip test p = 0.012" in head["sentence"] and "ahead on 30 questions" in head["sentence"]
+    diff["verdict"] = _figures(1)
+    head = headline_block(summary)
+    assert head["resolved"] is True and head["verdict"] == "resolved: ReMaRk ahead" and resolution(diff) == 1
+    diff["verdict"] = _figures(None, n=2)
+    assert headline_block(summary)["resolved"] is None
 
 
 def test_the_demo_across_seed_cells_are_what_eval_compare_prints(tmp_path, capsys):
