@@ -120,9 +120,13 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from remark.demo import default_settings, run_demo
+    from remark.demo import run_demo
+    from remark.demo.preflight import check_preflight
+    from remark.demo.settings import resolve_settings
 
-    settings = default_settings(
+    # the settings checked whole (each value, their combinations, the folders they name, the base model, the
+    # memory they need) before run_demo writes anything: one line naming the file and field, or the flag
+    settings, origins = resolve_settings(
         args.data,
         fast=args.fast,
         steps=args.steps,
@@ -135,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         warmup_threads=args.warmup_threads,
         jobs=1 if args.sequential else args.jobs,
     )
+    check_preflight(settings, origins)
     console = Console(stderr=args.json)
     summary = run_demo(settings, args.out, console=console, force=args.force, resume_from=args.resume_from)
     if args.json:

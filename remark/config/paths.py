@@ -39,6 +39,8 @@ def check_model_path(value: Any, field: str = "model_name_or_path", *, need_toke
         raise InputError("no model given", field=field, hint=MODEL_HINT + ", or set build_tiny")
     path = Path(str(value)).expanduser()
     if path.exists():
+        from eval.model_sizes import check_model_sizes
+
         if not path.is_dir():
             raise InputError("is a file, not a model directory", path=path, field=field, hint=MODEL_HINT)
         if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
@@ -46,6 +48,7 @@ def check_model_path(value: Any, field: str = "model_name_or_path", *, need_toke
 
             adapter_base(path)  # a LoRA adapter: its recorded base must be loadable (InputError says why not)
             check_safetensors(path, field=field)
+            check_model_sizes(path)  # its local base's config.json: possible sizes that describe its weights
             return
         if not (path / "config.json").is_file():
             raise InputError("not a model directory: no config.json", path=path, field=field, hint=MODEL_HINT)
@@ -60,6 +63,7 @@ def check_model_path(value: Any, field: str = "model_name_or_path", *, need_toke
 
         check_model_files(path, field=field)  # its JSON files and safetensors headers read back
         check_safetensors(path, field=field)  # weights as safetensors, never a pickle
+        check_model_sizes(path)  # config.json's sizes: possible ones, and ones its weights can hold
         return
     text = str(value)
     if not HUB_ID.match(text) or text.startswith((".", "~")):

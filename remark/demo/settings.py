@@ -8,6 +8,8 @@ exactly what ran.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -151,7 +153,7 @@ class DemoSettings:
         return logs | {"greedy": ("", self.greedy_metric)}
 
 
-def default_settings(
+def resolve_settings(
     data: str = "protoqa",
     *,
     fast: bool = False,
@@ -164,9 +166,14 @@ def default_settings(
     threads: int | None = None,
     warmup_threads: int | None = None,
     jobs: int | None = None,
-) -> DemoSettings:
-    """The demo's defaults for ``data`` (``fast``: the test-sized run), then a ``settings_file``'s values
-    (:func:`settings_file_overrides`), then ``steps`` etc., each overriding what came before."""
+) -> tuple[DemoSettings, dict[str, Any]]:
+    """(the settings, where each value that is not a default came from: a ``remark.demo.settings_check.Origin``).
+
+    The demo's defaults for ``data`` (``fast``: the test-sized run), then a ``settings_file``'s values, then
+    ``steps`` etc., each overriding what came before; every value checked alone and the settings together
+    (``remark.demo.settings_check``: type, range, list elements, the world's keys, combinations) before they
+    are returned, so an error is one line naming the file, its line and the field, or the flag. What needs the
+    runs' folders, the base model or the machine's memory is ``remark.demo.preflight``'s, with these origins."""
     if data not in DATA_CHOICES:
         raise InputError(f"unknown data {data!r}", field="--data", hint=f"one of {', '.join(DATA_CHOICES)}")
     s = DemoSettings(data=data, seed=seed, data_dir=str(data_dir) if data_dir is not None else None)
@@ -212,39 +219,60 @@ def default_settings(
             rl_seeds=(0, 1),
             lr_grid=(2e-4, 4e-4),
         )
+    # every value, from the file and the flags, is checked before anything is written
+    # (remark.demo.settings_check); an error names the file, its line and the field, or the flag
+    from remark.demo.settings_check import Origin, check_combinations, check_values, read_settings_file
+
+    values: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    if data_dir is not None:
+        origins["data_dir"] = Origin(flag="--data-dir")
     if settings_file is not None:
-        overrides = settings_file_overrides(settings_file)
-        _refuse_unused(overrides, base_model=overrides.get("base_model", s.base_model), path=settings_file)
-        s = dataclasses.replace(s, **overrides)
-    if steps is not None:
-        if steps < 1:
-            raise InputError(f"--steps must be >= 1, got {steps}", field="--steps")
-        s = dataclasses.replace(s, steps=steps, validation_every=max(1, min(s.validation_every, steps)))
-    if rl_seeds is not None:
-        seeds = tuple(int(x) for x in rl_seeds)
-        if not seeds or len(set(seeds)) != len(seeds):
-            raise InputError(f"--seeds must be distinct seeds, got {list(seeds)}", field="--seeds")
-        s = dataclasses.replace(s, rl_seeds=seeds)
-    if lr_grid is not None:
-        s = dataclasses.replace(s, lr_grid=tuple(float(x) for x in lr_grid))
-    for name, value in (("threads", threads), ("warmup_threads", warmup_threads), ("jobs", jobs)):
+        doc, rows = read_settings_file(settings_file, file_setting_names(), NOT_IN_FILE)
+        values |= doc
+        origins |= {key: Origin(path=str(settings_file), row=rows.get(key)) for key in doc}
+    flags = {
+        "steps": ("--steps", steps),
+        "rl_seeds": ("--seeds", rl_seeds),
+        "lr_grid": ("--lr-grid", lr_grid),
+        "threads": ("--threads", threads),
+        "warmup_threads": ("--warmup-threads", warmup_threads),
+        "jobs": ("--jobs", jobs),
+    }
+    for name, (flag, value) in flags.items():
         if value is not None:
-            flag = "--" + name.replace("_", "-")
-            if value < 1:
-                raise InputError(f"{flag} must be >= 1, got {value}", field=flag)
-            s = dataclasses.replace(s, **{name: int(value)})
-    if any(not 0.0 < lr < 1.0 for lr in s.lr_grid) or len(set(s.lr_grid)) != len(s.lr_grid):
-        raise InputError(
-            f"the learning-rate grid must hold distinct rates in (0, 1), got {list(s.lr_grid)}",
-            field="--lr-grid",
-        )
+            values[name] = list(value) if isinstance(value, list | tuple) else value
+            origins[name] = Origin(flag=flag)
+    values = check_values({**dataclasses.asdict(s), **values}, setting_types(), origins)
+    if steps is not None or ("steps" in origins and "validation_every" not in origins):
+        # validation every `steps` at most, as with --steps: fewer steps than the default interval otherwise
+        # validate step 0 alone
+        values["validation_every"] = max(1, min(values["validation_every"], values["steps"]))
+    s = DemoSettings(**values)
     if data == "synthetic" and s.data_dir:
         raise InputError(
             "--data-dir is read by --data protoqa only (the synthetic world is embedded)",
             field="--data-dir",
             hint="drop --data-dir, or pass --data protoqa",
         )
-    return s
+    check_combinations(s, origins)
+    return s, origins
+
+
+def default_settings(data: str = "protoqa", **kwargs: Any) -> DemoSettings:
+    """The settings of :func:`resolve_settings` (same arguments), checked as it checks them."""
+    return resolve_settings(data, **kwargs)[0]
+
+
+@functools.lru_cache(maxsize=1)
+def setting_types() -> dict[str, Any]:
+    """:class:`DemoSettings`' field annotations, resolved (what ``remark.demo.settings_check`` checks against)."""
+    return typing.get_type_hints(DemoSettings)
+
+
+def file_setting_names() -> list[str]:
+    """The settings a ``--settings`` file may set (all but :data:`NOT_IN_FILE`)."""
+    return [f.name for f in dataclasses.fields(DemoSettings) if f.name not in NOT_IN_FILE]
 
 
 #: The tiny model's shape (:meth:`DemoSettings.spec_dict`): no effect with a ``base_model``.
@@ -254,66 +282,14 @@ SHAPE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_la
 NOT_IN_FILE = ("data", "data_dir", "fast")
 
 
-def _refuse_unused(overrides: dict[str, Any], *, base_model: str | None, path: str | Path) -> None:
-    """A settings file's fields that have no effect under its others: an error naming the field."""
-    if base_model is not None:
-        for key in SHAPE_FIELDS:
-            if key in overrides:
-                raise InputError(
-                    f"{key} shapes the tiny model, which a base_model replaces",
-                    path=path,
-                    field=key,
-                    hint="drop it, or drop base_model",
-                )
-    if "vllm_kv_cache_gib" in overrides and not overrides.get("use_vllm"):
-        raise InputError(
-            "vllm_kv_cache_gib sizes vLLM's engines, which run only with use_vllm: true",
-            path=path,
-            field="vllm_kv_cache_gib",
-            hint="drop it, or set use_vllm: true",
-        )
-    if overrides.get("vllm_kv_cache_gib", 1.0) <= 0:
-        raise InputError("vllm_kv_cache_gib must be > 0", path=path, field="vllm_kv_cache_gib")
-
-
 def settings_file_overrides(path: str | Path) -> dict[str, Any]:
     """A ``--settings`` YAML file: a mapping of :class:`DemoSettings` fields to values (lists for tuples),
-    each checked against the field's default type. Errors are one line naming the file and the field."""
-    from catalog.io.files import read_text
-    from catalog.io.yaml_files import load_yaml
+    each value checked alone (``remark.demo.settings_check.check_values``: type, range, list elements, the
+    world's keys). Errors are one line naming the file, the line and the field (``rl_seeds[1]``)."""
+    from remark.demo.settings_check import Origin, check_values, read_settings_file
 
-    path = Path(path)
-    doc = load_yaml(read_text(path), path=path, what="demo settings")
-    if not isinstance(doc, dict):
-        raise InputError("a demo settings file is a mapping of setting: value", path=path)
-    fields = {f.name: f for f in dataclasses.fields(DemoSettings)}
-    defaults = DemoSettings()
-    out: dict[str, Any] = {}
-    for key, value in doc.items():
-        if key not in fields or key in NOT_IN_FILE:
-            hint = (
-                "use its flag"
-                if key in NOT_IN_FILE
-                else f"one of {', '.join(sorted(set(fields) - set(NOT_IN_FILE)))}"
-            )
-            raise InputError(f"{key!r} is not a setting a file may set", path=path, field=str(key), hint=hint)
-        default = getattr(defaults, key)
-        if isinstance(default, tuple):
-            if not isinstance(value, list) or not value:
-                raise InputError(f"{key} must be a non-empty list", path=path, field=key)
-            value = tuple(value)
-        elif isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise InputError(f"{key} must be true or false", path=path, field=key)
-        elif isinstance(default, int | float) and not isinstance(default, bool):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InputError(f"{key} must be a number", path=path, field=key)
-            if isinstance(default, int) and not isinstance(value, int):
-                raise InputError(f"{key} must be an integer", path=path, field=key)
-        elif key == "base_model" and not isinstance(value, str):
-            raise InputError("base_model must be a folder's path", path=path, field=key)
-        out[key] = value
-    return out
+    doc, rows = read_settings_file(path, file_setting_names(), NOT_IN_FILE)
+    return check_values(doc, setting_types(), {key: Origin(path=str(path), row=rows.get(key)) for key in doc})
 
 
 def settings_from_dict(d: dict[str, Any]) -> DemoSettings:

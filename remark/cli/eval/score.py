@@ -72,9 +72,11 @@ def run_run(args: argparse.Namespace) -> int:
     from eval.collapse import warn as warn_collapse
     from eval.generate import AdapterLoad, GenerationConfig
     from eval.leakage import warn
+    from eval.model_sizes import check_model_sizes
     from eval.report import metrics_markdown
     from eval.run import evaluate_model
 
+    check_model_sizes(args.model, base=args.base_model)  # config.json's sizes, before anything loads
     for flag, dest in (("--temperature", "temperature"), ("--top-p", "top_p"), ("--gen-seed", "gen_seed")):
         if getattr(args, dest) is not None and not args.num_samples:  # greedy lists sample nothing
             raise InputError(
