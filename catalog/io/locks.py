@@ -32,7 +32,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from catalog.io.errors import InputError
@@ -41,7 +41,9 @@ __all__ = [
     "LOCK_FILE",
     "OutputBusyError",
     "carry_lock",
+    "current_command",
     "hold_output",
+    "note_companion",
     "output_lock",
     "release_output",
     "release_output_locks",
@@ -91,6 +93,25 @@ def set_command(text: str) -> None:
 
 def _command() -> str:
     return _COMMAND[0] if _COMMAND else " ".join(sys.argv) or "python"
+
+
+def current_command() -> str:
+    """The command line this process records in its locks (:func:`set_command`, else ``sys.argv``)."""
+    return _command()
+
+
+#: folder (absolute) -> {name of a companion file: whether it means nothing now (or None: when alone)}
+_COMPANIONS: dict[str, dict[str, Callable[[], bool] | None]] = {}
+
+
+def note_companion(
+    folder: str | os.PathLike[str], name: str, *, idle: Callable[[], bool] | None = None
+) -> None:
+    """Record ``name`` as a companion file of ``folder``, which this process writes (a ledger of what it is
+    about to write, ``remark.step.run_ledger``): when the lock is released, it is removed if ``idle()`` says
+    it means nothing now, or (without ``idle``) if the folder holds nothing else; then the folder too, when
+    the lock created it and it is empty. So a command refused after its checks leaves nothing behind."""
+    _COMPANIONS.setdefault(_key(folder), {})[name] = idle
 
 
 def hold_output(folder: str | os.PathLike[str], *, field: str = "--out", command: str | None = None) -> None:
@@ -158,8 +179,9 @@ def carry_lock(
 
 
 def release_output(folder: str | os.PathLike[str]) -> None:
-    """Release this process's lock on ``folder`` (removing the lock file, and the folder when the lock
-    created it and it is otherwise empty); no-op when not held."""
+    """Release this process's lock on ``folder`` (removing the lock file, the folder's companion files when
+    they are all it holds (:func:`note_companion`), and the folder when the lock created it and it is
+    otherwise empty); no-op when not held."""
     key = _key(folder)
     if key not in _HELD:
         return
@@ -169,6 +191,13 @@ def release_output(folder: str | os.PathLike[str]) -> None:
         if os.fstat(fd).st_ino == os.stat(lock).st_ino:
             lock.unlink()  # still locked by us: nobody else can hold it meanwhile
     os.close(fd)
+    companions = _COMPANIONS.pop(key, {})
+    with contextlib.suppress(OSError):
+        left = set(os.listdir(key))
+        alone = bool(left) and left <= set(companions)  # nothing but companions: they mean nothing alone
+        for name, idle in companions.items():
+            if name in left and (alone if idle is None else idle()):
+                (Path(key) / name).unlink()
     if created:
         with contextlib.suppress(OSError):
             Path(key).rmdir()  # only when empty

@@ -6,20 +6,26 @@ A run writes many files into ``output_dir``, so ``output_dir`` may not be anothe
 input (:func:`check_run_dir`, nothing overrides it): not a folder written whole by
 ``catalog.io.outputs.atomic_dir`` nor inside one (a dataset, a model, ``best/``, a score folder), not a
 prepared dataset or a model folder without that marker, and not one of the run's inputs (``data_dir``, the
-model, ``validation_data_dir``, ``baseline_run``) nor inside one. Its ``README.md`` (TRL's draft model
-card, written at each checkpoint) is an owned single file of kind :data:`RUN_KIND`
-(``catalog.io.outputs.atomic_file``): a ``README.md`` the run did not write is refused up front and
-never replaced (:func:`write_run_card`); the run's own cards are ``best/README.md`` and
-``final/README.md``.
+model, ``validation_data_dir``, ``baseline_run``, the config file) nor inside one. Nor may an input lie
+inside what the run writes or replaces in ``output_dir`` (``eval/``, ``final/``, ``best/``, ``sampled/``,
+``checkpoint-N/``, ... :func:`run_writes`): a dataset kept as ``output_dir/eval`` would be written into,
+and removed by ``--overwrite``. Its ``README.md`` (TRL's draft model card, written at each checkpoint) is
+an owned single file of kind :data:`RUN_KIND` (``catalog.io.outputs.atomic_file``): a ``README.md`` the
+run did not write is refused up front and never replaced (:func:`write_run_card`); the run's own cards
+are ``best/README.md`` and ``final/README.md``.
 
-A new run refuses an ``output_dir`` that holds a previous run (its logs, eval tables, ``best/``,
-``final/``, checkpoints or summary), which it would otherwise mix with its own; ``overwrite=True``
-removes exactly those (:data:`RUN_OUTPUTS` and ``checkpoint-N/``; of TensorBoard's ``runs/`` only its
-event-file folders, ``merged_base/`` only when its marker says remark merged it) and nothing else
-(``assets/`` is kept: it is reused when its settings match). ``resume=True`` takes the newest *complete*
-and sound checkpoint (``remark.step.checkpoint``: marker, sizes, a trial read of its JSON files and
-safetensors headers, content hashes), printing the incomplete or damaged ones it skipped and why; an
-explicit checkpoint that is incomplete or damaged, or no checkpoint at all, is an ``InputError``.
+What a run owns in ``output_dir`` is proven by its ledger, never by a name (``remark.step.run_ledger``:
+``.remark-run.json`` claims each name before the run creates it). A new run refuses an ``output_dir``
+that holds a previous run (its logs, eval tables, ``best/``, ``final/``, checkpoints or summary, as the
+ledger claims them), which it would otherwise mix with its own; ``overwrite=True`` removes exactly those
+(of TensorBoard's ``runs/`` only its event-file folders) and nothing else (``assets/`` is kept: it is
+reused when its settings match). A path under a name the run writes that the ledger does not claim (a
+dataset called ``eval/``, a folder of a run made before the ledger) is no previous run: it is named for
+what it is and refused, with or without ``--overwrite``, and never removed. ``resume=True`` takes the
+newest *complete* and sound checkpoint (``remark.step.checkpoint``: marker, sizes, a trial read of its
+JSON files and safetensors headers, content hashes), printing the incomplete or damaged ones it skipped
+and why; an explicit checkpoint that is incomplete or damaged, or no checkpoint at all, is an
+``InputError``.
 
 Resume means continue (:func:`finished_run`): a run whose ``train_summary.json`` and ``final/`` say it
 reached its ``max_steps`` (the one asked for now, or the one it was planned with when ``max_steps`` is -1)
@@ -39,9 +45,16 @@ from typing import Any
 
 from catalog.io.errors import InputError
 from catalog.io.outputs import atomic_file, file_kind, output_kind, owning_output
-from remark.step.checkpoint import checkpoint_problem, find_checkpoints, select_checkpoint
+from remark.step.checkpoint import (
+    checkpoint_problem,
+    checkpoint_step,
+    find_checkpoints,
+    select_checkpoint,
+)
+from remark.step.run_ledger import LEDGER, claim, claims
 
-#: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes exactly these).
+#: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes these, when the
+#: run's ledger claims them).
 RUN_OUTPUTS = (
     "eval_log.jsonl",
     "eval",
@@ -100,15 +113,78 @@ def write_run_card(output_dir: str | Path, text: str) -> bool:
     return True
 
 
-def check_run_dir(output_dir: str | Path, inputs: Sequence[str | Path | None] = ()) -> None:
+#: the settings ``remark.run.training`` passes to :func:`check_run_dir` as ``inputs``, in that order.
+INPUT_FIELDS = ("data_dir", "model_name_or_path", "adapter_base_model", "validation_data_dir", "baseline_run")
+
+
+def run_writes(name: str) -> bool:
+    """Whether a run writes, replaces or (``--overwrite``) removes ``output_dir/<name>``."""
+    return name in RUN_OUTPUTS or name in (RUN_CARD, LEDGER) or checkpoint_step(name) is not None
+
+
+def command_inputs(command: str | None = None) -> dict[str, str]:
+    """The files a ``remark train`` command line reads (``--config FILE``, a ``--recipe`` given as a file),
+    as ``{flag: path}``; ``command`` defaults to this process's (``catalog.io.locks.current_command``)."""
+    import shlex
+
+    from catalog.io.locks import current_command
+
+    try:
+        words = shlex.split(command if command is not None else current_command())
+    except ValueError:
+        return {}
+    if "train" not in words:
+        return {}
+    found: dict[str, str] = {}
+    for i, word in enumerate(words):
+        for flag in ("--config", "--recipe"):
+            value = None
+            if word == flag and i + 1 < len(words):
+                value = words[i + 1]
+            elif word.startswith(flag + "="):
+                value = word.split("=", 1)[1]
+            if value and Path(value).is_file():
+                found[flag] = value
+    return found
+
+
+def _named_inputs(
+    inputs: Sequence[str | Path | None] | dict[str, str | Path | None],
+) -> list[tuple[str, Any]]:
+    if isinstance(inputs, dict):
+        named = list(inputs.items())
+    else:
+        items = list(inputs)
+        fields = INPUT_FIELDS if len(items) == len(INPUT_FIELDS) else ("input",) * len(items)
+        named = list(zip(fields, items, strict=True))
+    return named + list(command_inputs().items())
+
+
+def check_run_dir(
+    output_dir: str | Path, inputs: Sequence[str | Path | None] | dict[str, str | Path | None] = ()
+) -> None:
     """Refuse (``InputError``, before anything loads) an ``output_dir`` a run may not write into (see the
-    module docstring); ``inputs`` are the run's input paths (hub ids and None are skipped)."""
+    module docstring); ``inputs`` are the run's input paths (hub ids and None are skipped): a mapping
+    ``{setting: path}``, or the values of :data:`INPUT_FIELDS` in that order. The files the command line
+    reads (:func:`command_inputs`) are inputs too."""
     root = Path(output_dir)
     here = Path(os.path.abspath(root)).resolve()
-    for item in inputs:
+    for name, item in _named_inputs(inputs):
         if item is None or not Path(item).exists():
             continue
         other = Path(os.path.abspath(item)).resolve()
+        if other != here and other.is_relative_to(here):
+            top = other.relative_to(here).parts[0]
+            if run_writes(top):
+                how = "is" if other == here / top else "lies inside"
+                raise InputError(
+                    f"{name} {how} {root / top}, which the run writes (and --overwrite removes): the run "
+                    "would change or delete its own input",
+                    path=item,
+                    field=name,
+                    hint=f"move {name} out of output_dir, or set output_dir to a folder of its own",
+                )
+            continue
         if here == other or here.is_relative_to(other):
             how = "is" if here == other else "lies inside"
             raise InputError(
@@ -178,21 +254,43 @@ def tensorboard_logs(runs: Path) -> list[Path]:
     return found
 
 
-def previous_run(output_dir: str | Path) -> list[Path]:
-    """What an earlier run left in ``output_dir``: its :data:`RUN_OUTPUTS` and checkpoints (``runs/`` when
-    it holds TensorBoard logs, ``merged_base/`` when it is a merged model remark wrote)."""
+def run_paths(output_dir: str | Path) -> list[Path]:
+    """What is in ``output_dir`` under a name a run writes (:data:`RUN_OUTPUTS`, then ``checkpoint-N/``),
+    whoever wrote it."""
     root = Path(output_dir)
-    found = []
-    for name in RUN_OUTPUTS:
-        path = root / name
-        if not (path.exists() or path.is_symlink()):
-            continue
-        if name == "runs" and not tensorboard_logs(path):
-            continue
-        if name == "merged_base" and output_kind(path) != MERGED_KIND:
-            continue
-        found.append(path)
+    found = [root / n for n in RUN_OUTPUTS if (root / n).exists() or (root / n).is_symlink()]
     return found + find_checkpoints(root)
+
+
+def previous_run(output_dir: str | Path) -> list[Path]:
+    """What an earlier run left in ``output_dir``: the paths of :func:`run_paths` its ledger claims
+    (``runs/`` when it holds TensorBoard logs)."""
+    owned = claims(output_dir)
+    return [
+        p
+        for p in run_paths(output_dir)
+        if p.name in owned and not (p.name == "runs" and not tensorboard_logs(p))
+    ]
+
+
+def foreign_paths(output_dir: str | Path) -> list[Path]:
+    """The paths of :func:`run_paths` no run's ledger in ``output_dir`` claims, but ``runs/`` (TensorBoard
+    only adds a folder of its own there)."""
+    owned = claims(output_dir)
+    return [p for p in run_paths(output_dir) if p.name not in owned and p.name != "runs"]
+
+
+def describe_path(path: Path) -> str:
+    """What ``path`` is, in words, for a refusal: ``eval/ (a prepared dataset)``."""
+    shown = path.name + ("/" if path.is_dir() else "")
+    owner = owning_output(path) if path.is_dir() else None
+    if owner is not None and owner[0] == Path(os.path.abspath(path)):
+        return f"{shown} ({_describe_kind(owner[1])})"
+    if path.is_dir() and all((path / n).is_file() for n in DATASET_FILES):
+        return f"{shown} (a prepared dataset)"
+    if path.is_dir() and (path / "config.json").is_file() and any((path / n).is_file() for n in MODEL_FILES):
+        return f"{shown} (a model folder)"
+    return shown
 
 
 def _remove_run_output(path: Path) -> None:
@@ -210,18 +308,39 @@ def _remove_run_output(path: Path) -> None:
 
 
 def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool) -> list[Path]:
-    """Refuse (``InputError``) or clear a used ``output_dir`` before anything loads; returns what was removed.
+    """Refuse (``InputError``) or clear a used ``output_dir`` before anything loads, then claim in the run's
+    ledger the names the run is about to write; returns what was removed.
 
     What a run writes before its first step (:data:`SETUP_OUTPUTS`: the config, TensorBoard's ``runs/``,
-    a ``merged_base/``) is not a run: a run that crashed before its first step may be started again.
+    a ``merged_base/``) is not a run: a run that crashed before its first step may be started again. A
+    path under a name the run writes that no ledger claims is refused (new runs; a resume writes beside
+    it), and is never removed.
     """
     if resume and overwrite:
         raise InputError("--resume and --overwrite contradict each other", field="--overwrite")
-    found = previous_run(output_dir)
-    if resume or not [p for p in found if p.name not in SETUP_OUTPUTS]:
+    root = Path(output_dir)
+    main = int(os.environ.get("RANK", "0")) == 0  # one process writes; torchrun's others find it done
+    absent = [n for n in RUN_OUTPUTS if not ((root / n).exists() or (root / n).is_symlink())]
+    if resume:
+        if main:
+            claim(root, absent)
         return []
-    names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:8])
-    if not overwrite:
+    foreign = foreign_paths(root)
+    if foreign:
+        names = ", ".join(describe_path(p) for p in foreign[:6]) + (", ..." if len(foreign) > 6 else "")
+        them = "it" if len(foreign) == 1 else "them"
+        raise InputError(
+            f"output_dir holds {names} under names a run writes, and no run's ledger here ({LEDGER}) claims "
+            f"{them}: remark has no record of writing {them}, and the run would write into or replace {them}",
+            path=output_dir,
+            field="output_dir",
+            hint=f"move {them} out of output_dir or remove {them} yourself, or set another output_dir; "
+            "--overwrite removes only what a run's ledger claims",
+        )
+    found = previous_run(root)
+    prior = [p for p in found if p.name not in SETUP_OUTPUTS]
+    if prior and not overwrite:
+        names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:8])
         raise InputError(
             f"output_dir holds a previous run ({names}{', ...' if len(found) > 8 else ''}); a new run "
             "would mix its logs, eval tables and best/ with that run's",
@@ -229,10 +348,16 @@ def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool)
             field="output_dir",
             hint="continue it with --resume, clear those files with --overwrite, or set another output_dir",
         )
-    if int(os.environ.get("RANK", "0")) == 0:  # one process clears; torchrun's others find it done or empty
-        for path in found:
+    removed = found if overwrite and prior else []
+    if main:
+        for path in removed:
             _remove_run_output(path)
-    return found
+        claim(
+            root,
+            [n for n in RUN_OUTPUTS if not ((root / n).exists() or (root / n).is_symlink())],
+            new_run=True,
+        )
+    return removed
 
 
 def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path | None:

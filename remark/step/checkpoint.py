@@ -16,6 +16,10 @@ DeepSpeed and FSDP keep their own checkpoint formats (their engines write the op
 them the mixin defers to ``transformers``. Loading
 falls back to the parent loaders when the mixin's own files are absent.
 
+Ownership: the trainer claims ``checkpoint-N`` in the run's ledger (``remark.step.run_ledger``) before it
+saves into it, and rotation deletes only claimed checkpoints: a ``checkpoint-N`` folder the run did not
+write is never deleted.
+
 Completeness and integrity (remark's addition; ``transformers`` has neither):
 ``checkpoint-N/checkpoint_complete.json`` is written last, after the model, optimizer, scheduler, RNG and
 trainer state of every process and the callbacks' ``on_save`` files (the group-size advice), once they
@@ -30,7 +34,7 @@ and names each newer one it skipped and why. Hashing reads every file once (``ha
 each save and, on resume, for the checkpoints examined (the chosen one and those skipped). A marker of
 another ``format`` is unreadable: its checkpoint is skipped with that reason.
 
-Rotation (``save_total_limit``) runs after the marker and counts complete checkpoints only, newest by
+Rotation (``save_total_limit``) runs after the marker and counts the run's complete checkpoints only, newest by
 completion time, checked by marker and sizes (hashing every kept checkpoint at every save would cost more
 than the save); ``transformers`` rotates before the trainer state is even written and counts interrupted
 folders, so a crash at the wrong moment could leave no complete checkpoint, or keep an incomplete one in
@@ -53,6 +57,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 from transformers import TrainerCallback
+
+from remark.step.run_ledger import claim, claims
 
 OPTIMIZER_TENSORS = "optimizer.safetensors"
 OPTIMIZER_META = "optimizer.json"
@@ -344,11 +350,17 @@ def rotate_checkpoints(
     output_dir: str | Path, limit: int | None, *, keep: str | Path | None = None
 ) -> list[Path]:
     """Keep the ``limit`` most recently completed checkpoints (and ``keep``, the best); delete the other
-    complete ones and every incomplete one. No-op without a positive limit. Returns what was deleted."""
+    complete ones and every incomplete one. Only the checkpoints the run's ledger claims count: any other
+    ``checkpoint-N`` folder is not the run's and is left alone. No-op without a positive limit. Returns
+    what was deleted."""
     if limit is None or limit <= 0:
         return []
     complete, deleted = [], []
+    owned = claims(output_dir)
     for path in find_checkpoints(output_dir):
+        if path.name not in owned:
+            continue
+
         if checkpoint_problem(path, verify=False) is None:
             complete.append(path)
         else:
@@ -390,6 +402,7 @@ class SafeCheckpointMixin:
         """The parent's save, minus its rotation; the marker and the rotation follow in ``on_save``."""
         folder = Path(self._get_output_dir(trial=trial)) / f"{CHECKPOINT_PREFIX}{self.state.global_step}"
         if self.args.should_save:  # a re-save into the folder of an abandoned continuation
+            claim(folder.parent, [folder.name])  # the run's own from now on (rotation deletes only those)
             (folder / COMPLETE_MARKER).unlink(missing_ok=True)
         marker = next((c for c in self.callback_handler.callbacks if isinstance(c, _CompletionMarker)), None)
         if marker is None:

@@ -1,19 +1,22 @@
 """What ``remark train`` writes into output_dir: ``--overwrite`` also clears TensorBoard's ``runs/`` and a
-``merged_base/`` (only what the run wrote there), and ``best/`` / ``final/`` never exist without their card."""
+``merged_base/`` (only what the run's ledger claims), and ``best/`` / ``final/`` never exist without their card."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import polars as pl
 import pytest
 from transformers import TrainerCallback
 
+from catalog.io.errors import InputError
 from catalog.io.outputs import atomic_dir
 from remark.cli.main import main
 from remark.run.callbacks import ValidationCallback
 from remark.run.output_dir import prepare_output_dir, previous_run
 from remark.run.training import run_training
+from remark.step.run_ledger import LEDGER, claim
 from tests.remark.run.test_training_run import config
 
 
@@ -24,7 +27,7 @@ def _events(folder, name="events.out.tfevents.1.host.1.0"):
 
 def test_overwrite_clears_tensorboard_logs_and_merged_base_but_nothing_else(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
+    claim(run, ["eval_log.jsonl", "runs", "merged_base"])  # what the run claims before it writes them
     (run / "eval_log.jsonl").write_text("{}\n")
     _events(run / "runs" / "Dec01_12-00-00_host")
     _events(run / "runs" / "Dec01_13-00-00_host" / "1733050000.1")  # add_hparams' nested folder
@@ -39,24 +42,30 @@ def test_overwrite_clears_tensorboard_logs_and_merged_base_but_nothing_else(tmp_
 
     removed = prepare_output_dir(run, resume=False, overwrite=True)
     assert [p.name for p in removed] == ["eval_log.jsonl", "runs", "merged_base"]
-    assert sorted(p.name for p in run.iterdir()) == ["runs"]
+    assert sorted(p.name for p in run.iterdir()) == [LEDGER, "runs"]
     assert sorted(p.name for p in (run / "runs").iterdir()) == ["mine.txt", "mixed"]
     assert sorted(p.name for p in (run / "runs" / "mixed").iterdir()) == [
         "events.out.tfevents.1.host.1.0",
         "notes.md",
     ]
 
-    # runs/ of event files only goes whole; a merged_base/ remark did not write stays
+    # runs/ of event files only goes whole; a merged_base/ the run's ledger does not claim is refused, kept
     other = tmp_path / "other"
+    claim(other, ["runs", "final"])
     _events(other / "runs" / "Dec01_12-00-00_host")
+    (other / "final").mkdir()
     (other / "merged_base").mkdir()
     (other / "merged_base" / "model.safetensors").write_bytes(b"theirs")
-    (other / "final").mkdir()
+    with pytest.raises(InputError, match="merged_base/"):
+        prepare_output_dir(other, resume=False, overwrite=True)
+    shutil.move(other / "merged_base", tmp_path / "theirs")
     assert [p.name for p in prepare_output_dir(other, resume=False, overwrite=True)] == ["final", "runs"]
-    assert sorted(p.name for p in other.iterdir()) == ["merged_base"]
+    assert sorted(p.name for p in other.iterdir()) == [LEDGER]
+    assert (tmp_path / "theirs" / "model.safetensors").read_bytes() == b"theirs"
 
 
 def test_logs_of_a_run_that_died_before_its_first_step_are_no_previous_run(tmp_path):
+    claim(tmp_path, ["runs", "remark_config.json", "merged_base"])
     _events(tmp_path / "runs" / "Dec01_12-00-00_host")
     (tmp_path / "remark_config.json").write_text("{}")
     with atomic_dir(tmp_path / "merged_base", "merged-model") as tmp:

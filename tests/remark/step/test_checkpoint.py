@@ -24,6 +24,7 @@ from remark.step.checkpoint import (
     select_checkpoint,
     write_complete_marker,
 )
+from remark.step.run_ledger import LEDGER, claim
 
 
 def _stepped_adam():
@@ -259,9 +260,20 @@ def test_rotation_counts_complete_checkpoints_by_completion_time(tmp_path):
         _complete(tmp_path / f"checkpoint-{step}", step=step)
     _model_only(tmp_path / "checkpoint-10")
     _complete(tmp_path / "checkpoint-6", step=6)  # completed last
+    claim(
+        tmp_path, [f"checkpoint-{step}" for step in (2, 4, 6, 8, 10)]
+    )  # the run's own (its trainer claims them)
     assert rotate_checkpoints(tmp_path, None) == []
     deleted = rotate_checkpoints(tmp_path, 2, keep=tmp_path / "checkpoint-2")
     assert sorted(p.name for p in deleted) == ["checkpoint-10", "checkpoint-4"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-6", "checkpoint-8"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        LEDGER,
+        "checkpoint-2",
+        "checkpoint-6",
+        "checkpoint-8",
+    ]
     rotate_checkpoints(tmp_path, 1)
-    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint-6"]  # the newest completed, not the highest N
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        LEDGER,
+        "checkpoint-6",
+    ]  # the newest completed, not the highest N

@@ -20,6 +20,7 @@ import yaml
 from remark.cli.main import main
 from remark.run.output_dir import prepare_output_dir
 from remark.step.checkpoint import COMPLETE_MARKER, checkpoint_problem, file_sha256
+from remark.step.run_ledger import claim
 from tests.killable import run_and_kill
 from tests.remark.run.run_fields import tiny_run_fields
 
@@ -187,7 +188,8 @@ def test_rotation_keeps_only_complete_checkpoints(uninterrupted, hand_model_dir,
     cfg = write_config(tmp_path, data, hand_model_dir, "rot", save_steps=1, save_total_limit=2)
     run = tmp_path / "rot"
     run.mkdir()
-    (run / "checkpoint-9").mkdir()  # a half-written folder from some earlier crash
+    (run / "checkpoint-9").mkdir()  # a half-written folder from some earlier crash of a run here
+    claim(run, ["checkpoint-9"])  # which its trainer claimed before saving into it
     assert main(["train", "--config", str(cfg), "--overwrite"]) == 0
     assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-4"]
     assert all(checkpoint_problem(p) is None for p in run.glob("checkpoint-*"))
@@ -230,6 +232,7 @@ def test_a_used_output_dir_is_refused_and_overwrite_clears_only_the_old_run(
     (run / "assets" / "build.json").write_text("{}")
     assert sorted(p.name for p in run.iterdir()) == [
         ".remark-outputs.json",  # records README.md as the run's own file
+        ".remark-run.json",  # the run's ledger: the names the run claimed before it wrote them
         "README.md",  # TRL's model card, rewritten at every checkpoint save
         "assets",
         "best",
@@ -265,6 +268,7 @@ def test_a_used_output_dir_is_refused_and_overwrite_clears_only_the_old_run(
 
 
 def test_remark_config_alone_is_not_a_previous_run(tmp_path):
+    claim(tmp_path, ["remark_config.json"])  # a run here wrote it, then crashed before its first step
     (tmp_path / "remark_config.json").write_text("{}")
     assert prepare_output_dir(tmp_path, resume=False, overwrite=False) == []
     assert prepare_output_dir(tmp_path / "new", resume=False, overwrite=False) == []
