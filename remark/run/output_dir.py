@@ -23,9 +23,9 @@ reused when its settings match). A path under a name the run writes that the led
 dataset called ``eval/``, a folder of a run made before the ledger) is no previous run: it is named for
 what it is and refused, with or without ``--overwrite``, and never removed. ``resume=True`` takes the
 newest *complete* and sound checkpoint (``remark.step.checkpoint``: marker, sizes, a trial read of its
-JSON files and safetensors headers, content hashes), printing the incomplete or damaged ones it skipped
-and why; an explicit checkpoint that is incomplete or damaged, or no checkpoint at all, is an
-``InputError``.
+JSON files and safetensors headers, content hashes, and no file in a pickle format), printing the
+incomplete or damaged ones it skipped and why; an explicit checkpoint that is incomplete or damaged, a
+checkpoint holding a pickle file, or no checkpoint at all, is an ``InputError``.
 
 Resume means continue (:func:`finished_run`): a run whose ``train_summary.json`` and ``final/`` say it
 reached its ``max_steps`` (the one asked for now, or the one it was planned with when ``max_steps`` is -1)
@@ -49,6 +49,7 @@ from remark.step.checkpoint import (
     checkpoint_problem,
     checkpoint_step,
     find_checkpoints,
+    pickle_problem,
     select_checkpoint,
 )
 from remark.step.run_ledger import LEDGER, claim, claims
@@ -378,6 +379,7 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
                 if newest is not None
                 else "pass --resume alone to take the newest complete checkpoint in output_dir",
             )
+        _refuse_pickle(resume)
         if main:
             print(f"resume: from {resume}")
         return Path(resume)
@@ -397,9 +399,19 @@ def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path
             field="--resume",
             hint="start the run without --resume; checkpoints are written every save_steps",
         )
+    _refuse_pickle(chosen)
     if main:
         print(f"resume: from {chosen}")
     return chosen
+
+
+def _refuse_pickle(checkpoint: str | Path) -> None:
+    """``InputError`` (one line: the file, what to do) when ``checkpoint`` holds a file in a pickle format:
+    resume reads only what remark writes (``remark.step.checkpoint.pickle_problem``)."""
+    found = pickle_problem(checkpoint)
+    if found is not None:
+        path, why, hint = found
+        raise InputError(why, path=path, field="--resume", hint=hint)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

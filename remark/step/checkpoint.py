@@ -12,9 +12,17 @@ DDP paths, by:
   numpy generator states);
 - ``training_args.json`` (``TrainingArguments.to_dict()``).
 
+- ``scaler.json`` (the mixed-precision gradient scaler's ``state_dict``, numbers only), when there is one.
+
 DeepSpeed and FSDP keep their own checkpoint formats (their engines write the optimizer shards); with
-them the mixin defers to ``transformers``. Loading
-falls back to the parent loaders when the mixin's own files are absent.
+them the mixin defers to ``transformers`` for the optimizer and scheduler.
+
+Resume reads only what remark writes (:func:`resume_problem`, checked before the model loads by
+``remark.run.output_dir`` and again by each loader): a checkpoint holding a file in a pickle format
+(``pytorch_model.bin``, ``rng_state.pth``, ``optimizer.pt``, ``scaler.pt``, ``training_args.bin``, ...;
+of an engine's checkpoint only the engine's own files are allowed) is refused with ``InputError`` naming
+the file, and so is one whose weights or optimizer state is missing; the loaders never fall back to
+``transformers``' ``torch.load`` of those files.
 
 Ownership: the trainer claims ``checkpoint-N`` in the run's ledger (``remark.step.run_ledger``) before it
 saves into it, and rotation deletes only claimed checkpoints: a ``checkpoint-N`` folder the run did not
@@ -64,6 +72,11 @@ OPTIMIZER_TENSORS = "optimizer.safetensors"
 OPTIMIZER_META = "optimizer.json"
 SCHEDULER_META = "scheduler.json"
 TRAINING_ARGS_JSON = "training_args.json"
+SCALER_META = "scaler.json"
+#: extensions of the formats ``torch.load`` / ``pickle`` read (a file that can run code when loaded)
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
+#: the weights file a checkpoint must hold, one of (safetensors, or an index of safetensors shards)
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
 COMPLETE_MARKER = "checkpoint_complete.json"
 CHECKPOINT_PREFIX = "checkpoint-"
 #: the marker's format: a size and a sha256 per file
@@ -316,6 +329,87 @@ def checkpoint_problem(path: str | Path, *, verify: bool = True) -> str | None:
     return None
 
 
+def engine_layout(folder: str | Path) -> str | None:
+    """``"deepspeed"`` or ``"fsdp"`` when ``folder`` is laid out as that engine's checkpoint, else None."""
+    root = Path(folder)
+    names = [p.name for p in root.iterdir()] if root.is_dir() else []
+    if "latest" in names or any(n.startswith("global_step") for n in names):
+        return "deepspeed"
+    if any("fsdp" in n for n in names):
+        return "fsdp"
+    return None
+
+
+def _engine_file(rel: Path) -> bool:
+    """Whether ``rel`` (inside a checkpoint) is one of an engine's own files (its formats are its own)."""
+    top = rel.parts[0]
+    if len(rel.parts) > 1:
+        return top.startswith(("global_step", "pytorch_model_fsdp", "optimizer"))
+    return top.startswith(("pytorch_model_fsdp", "optimizer")) or top in ("scheduler.pt", "zero_to_fp32.py")
+
+
+def _pickle_hint(name: str) -> str:
+    why = "remark never unpickles a file, since loading one can run code: "
+    if name.startswith(("pytorch_model", "adapter_model")):
+        return (
+            why
+            + "save the weights as model.safetensors and remove the pickle file, or start a new run from them with model_name_or_path"
+        )
+    if name.startswith("rng_state"):
+        return (
+            why
+            + "resume from a checkpoint remark wrote (its RNG state is rng_state.safetensors and rng_state.json)"
+        )
+    return (
+        why
+        + "resume from a checkpoint remark wrote, or start a new run from its weights with model_name_or_path"
+    )
+
+
+def pickle_problem(folder: str | Path) -> tuple[Path, str, str] | None:
+    """``(file, why, what to do)`` for the first file of checkpoint ``folder`` that resume must not read
+    (see the module docstring), or None. Resume reads safetensors and JSON only; an engine's checkpoint
+    (DeepSpeed, FSDP: :func:`engine_layout`) may hold that engine's own files. Without an engine the
+    weights (:data:`WEIGHT_FILES`), the optimizer state and the trainer state must be there."""
+    root = Path(folder)
+    if not root.is_dir():
+        return None
+    engine = engine_layout(root)
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(root)
+        if engine is not None and _engine_file(rel):
+            continue
+        if path.suffix.lower() in PICKLE_SUFFIXES:
+            why = f"{rel} is a pickle file ({path.suffix}); resume reads only what remark writes (safetensors and JSON)"
+            return path, why, _pickle_hint(path.name)
+    if engine is not None:
+        return None
+    adapters = [p for p in root.iterdir() if p.is_dir() and (p / "adapter_model.safetensors").is_file()]
+    if not any((root / n).is_file() for n in WEIGHT_FILES) and not adapters:
+        return (
+            root,
+            f"no weights remark can read here ({', '.join(WEIGHT_FILES)})",
+            "resume from a checkpoint remark wrote, or start a new run from the weights with model_name_or_path",
+        )
+    for name in (OPTIMIZER_TENSORS, OPTIMIZER_META, SCHEDULER_META, "trainer_state.json"):
+        if not (root / name).is_file():
+            return (
+                root / name,
+                "missing: remark writes it with every checkpoint (a checkpoint saved with save_only_model "
+                "holds the weights alone)",
+                "resume from a checkpoint remark wrote, or start a new run from the weights with model_name_or_path",
+            )
+    return None
+
+
+def _refuse(found: tuple[Path, str, str] | None) -> None:
+    if found is not None:
+        from catalog.io.errors import InputError
+
+        path, why, hint = found
+        raise InputError(why, path=path, field="--resume", hint=hint)
+
+
 def find_checkpoints(output_dir: str | Path) -> list[Path]:
     """The ``checkpoint-N`` folders of ``output_dir``, by N."""
     root = Path(output_dir)
@@ -360,7 +454,6 @@ def rotate_checkpoints(
     for path in find_checkpoints(output_dir):
         if path.name not in owned:
             continue
-
         if checkpoint_problem(path, verify=False) is None:
             complete.append(path)
         else:
@@ -425,12 +518,28 @@ class SafeCheckpointMixin:
         save_rng_state(output_dir, world_size=self.args.world_size, process_index=self.args.process_index)
 
     def _load_rng_state(self, checkpoint: str | None) -> None:
+        """The RNG state remark wrote; never ``transformers``' pickle (``rng_state.pth``): one is refused, and
+        without either the run goes on unseeded, as ``transformers`` does (said in the log)."""
         if checkpoint is None:
             return
+        _refuse(pickle_problem(checkpoint))
         if not load_rng_state(
             checkpoint, world_size=self.args.world_size, process_index=self.args.process_index
         ):
-            super()._load_rng_state(checkpoint)
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "%s holds no %s.safetensors: the random state is not restored (a run resumed on another "
+                "number of processes), so the continuation is not bit for bit the uninterrupted run",
+                checkpoint,
+                _rng_stem(self.args.world_size, self.args.process_index),
+            )
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
+        """``transformers``' weight loading, after checking that it will read safetensors only."""
+        if not self._uses_engine_checkpoints():
+            _refuse(pickle_problem(resume_from_checkpoint))
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
 
     def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
         if self._uses_engine_checkpoints():
@@ -442,9 +551,10 @@ class SafeCheckpointMixin:
             _write_json(Path(output_dir) / SCHEDULER_META, self.lr_scheduler.state_dict())
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
-        if checkpoint is None or not (Path(checkpoint) / OPTIMIZER_TENSORS).is_file():
+        if checkpoint is None or self._uses_engine_checkpoints():
             super()._load_optimizer_and_scheduler(checkpoint)
             return
+        _refuse(pickle_problem(checkpoint))  # never transformers' torch.load of optimizer.pt / scheduler.pt
         state = load_optimizer_state(checkpoint)
         self.optimizer.load_state_dict(state)
         self.lr_scheduler.load_state_dict(_read_json(Path(checkpoint) / SCHEDULER_META))
@@ -454,6 +564,23 @@ class SafeCheckpointMixin:
             saved = _read_json(entropy)
             self.entropy_coef = saved["entropy_coef"]
             self._last_world_entropy = saved["last_world_entropy"]
+
+    def _save_scaler(self, output_dir: str) -> None:
+        """The gradient scaler's state (numbers only) as ``scaler.json``, not ``transformers``' ``scaler.pt``."""
+        scaler = getattr(self.accelerator, "scaler", None)
+        if scaler is None or not self.args.should_save:
+            return
+        os.makedirs(output_dir, exist_ok=True)
+        _write_json(Path(output_dir) / SCALER_META, scaler.state_dict())
+
+    def _load_scaler(self, checkpoint: str | None) -> None:
+        if checkpoint is None:
+            return
+        _refuse(pickle_problem(checkpoint))  # a scaler.pt is refused, never unpickled
+        path = Path(checkpoint) / SCALER_META
+        scaler = getattr(self.accelerator, "scaler", None)
+        if scaler is not None and path.is_file():
+            scaler.load_state_dict(_read_json(path))
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         super()._save(output_dir, state_dict)
