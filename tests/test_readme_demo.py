@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from remark.demo.report import README_MARKERS, host_class, host_tolerances, readme_table, readme_table_problem
+from remark.demo.report import (
+    README_MARKERS,
+    host_class,
+    host_tolerances,
+    protoqa_rows,
+    readme_table,
+    readme_table_problem,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -131,3 +138,25 @@ def test_one_seed_on_another_host_gives_no_tolerance():
     here = _fake_summary(n_seeds=1, machine=AMD_AVX2)
     here["across_seeds"]["models"]["remark"]["sampled"]["per_responder"]["requests"]["mean"] = 0.251
     assert "no tolerance" in readme_table_problem(made_on_intel, here)
+
+
+def test_protoqa_rows_average_the_seeds_and_sit_under_the_table():
+    s = _fake_summary(n_seeds=3)
+    pq = lambda x: {"protoqa": {"per_responder": {"mean": x}}}  # noqa: E731
+    s["test"] = {"sft": {"sampled": pq(0.10), "greedy": pq(0.05)}}
+    for m, vals in (("remark", (0.11, 0.12, 0.13)), ("rank_grpo", (0.10, 0.10, 0.10))):
+        for seed, v in enumerate(vals):
+            s["test"][f"{m}-seed{seed}"] = {"sampled": pq(v), "greedy": pq(v)}
+    rows = protoqa_rows(s)
+    cell = rows["ProtoQA matching: ReMaRk"][0]
+    assert cell["mean"] == pytest.approx(0.12) and cell["sd"] == pytest.approx(0.01)
+    assert (cell["min"], cell["max"], cell["n"]) == (0.11, 0.13, 3)
+    assert rows["ProtoQA matching: SFT start"][1]["mean"] == 0.05
+    table = readme_table(s)
+    assert "| ProtoQA matching: ReMaRk | 0.120 (0.110 to 0.130) | 0.120 (0.110 to 0.130) |" in table
+    assert "| ProtoQA matching: SFT start | 0.100 | 0.050 |" in table
+    tol = host_tolerances(s)
+    assert tol["ProtoQA matching: ReMaRk"][0] == pytest.approx(4 * 0.01 * (2 / 3) ** 0.5)
+    assert tol["ProtoQA matching: Rank-GRPO"][0] == 0.002  # no spread: the floor
+    s.pop("test")
+    assert "ProtoQA" not in readme_table(s)  # data without answer clusters: no such rows

@@ -427,8 +427,72 @@ def readme_table(summary: dict[str, Any]) -> str:
     host = host_class(summary.get("machine", {}))
     return (
         f"Per-responder recall@{k} [95% interval over test requests], {_seeds_text(n_seeds)}; made on a host: "
-        f"{host}.\n\n" + "\n".join(rows) + "\n" + collapse_table(summary)
+        f"{host}.\n\n" + "\n".join(rows) + "\n" + protoqa_table(summary) + collapse_table(summary)
     )
+
+
+#: The first cell of every row of the ProtoQA-matching table.
+PROTOQA_ROW = "ProtoQA matching:"
+
+
+def protoqa_rows(summary: dict[str, Any]) -> dict[str, list[dict[str, float] | None]]:
+    """Per model, per README column (test set x lists): ProtoQA's own per-question matching
+    (``eval.protoqa_match``: each line against its own question's answer clusters), per-responder
+    recall@K: the mean over the RL seeds, its standard deviation and range, or None where the data carry no
+    answer clusters."""
+    sets = [summary.get("test", {})] + [t["models"] for t in summary.get("test_sets", {}).values()]
+    out: dict[str, list[dict[str, float] | None]] = {}
+    for m in ("sft", *METHODS):
+        names = ["sft"] if m == "sft" else [f"{m}-seed{x}" for x in summary["settings"]["rl_seeds"]]
+        cells: list[dict[str, float] | None] = []
+        for models in sets:
+            for lists in ("sampled", "greedy"):
+                vals = [
+                    _num(
+                        ((models.get(n, {}).get(lists) or {}).get("protoqa") or {})
+                        .get("per_responder", {})
+                        .get("mean")
+                    )
+                    for n in names
+                ]
+                vals = [v for v in vals if math.isfinite(v)]
+                if len(vals) != len(names):
+                    cells.append(None)
+                    continue
+                mean = sum(vals) / len(vals)
+                sd = (
+                    math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
+                    if len(vals) > 1
+                    else math.nan
+                )
+                cells.append({"mean": mean, "sd": sd, "min": min(vals), "max": max(vals), "n": len(vals)})
+        out[f"{PROTOQA_ROW} {LABELS[m]}"] = cells
+    return out
+
+
+def protoqa_table(summary: dict[str, Any]) -> str:
+    """:func:`protoqa_rows` as markdown rows under the README table (nothing when no cell has a value)."""
+    rows = protoqa_rows(summary)
+    if not any(c for cells in rows.values() for c in cells):
+        return ""
+    k = summary["settings"]["k"]
+    lines = [
+        "",
+        f"ProtoQA's own matching (each line against its own question's answer clusters, as ProtoQA's evaluator "
+        f"does), per-responder recall@{k}, mean over the runs (range over seeds); same columns:",
+        "",
+        "| model | " + " | ".join("" for _ in next(iter(rows.values()))) + " |",
+        "|---" * (1 + len(next(iter(rows.values())))) + "|",
+    ]
+    for label, cells in rows.items():
+        shown = [
+            "n/a"
+            if c is None
+            else f"{c['mean']:.3f}" + (f" ({c['min']:.3f} to {c['max']:.3f})" if c["n"] > 1 else "")
+            for c in cells
+        ]
+        lines.append(f"| {label} | " + " | ".join(shown) + " |")
+    return "\n".join(lines) + "\n"
 
 
 #: The collapse figures the README and the report show, in this order (``eval.collapse``).
@@ -601,7 +665,11 @@ def _table_cells(table: str) -> dict[str, list[str]]:
     """A markdown table's rows by their first cell (header and rule rows skipped)."""
     rows: dict[str, list[str]] = {}
     for line in table.splitlines():
-        if not line.startswith("|") or line.startswith("|---") or line.startswith(("| row |", "| lists |")):
+        if (
+            not line.startswith("|")
+            or line.startswith("|---")
+            or line.startswith(("| row |", "| lists |", "| model |"))
+        ):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         rows[cells[0]] = cells[1:]
@@ -644,6 +712,15 @@ def host_tolerances(summary: dict[str, Any]) -> dict[str, list[float | None]]:
         None if any(v is None for v in col) else max(col)  # type: ignore[type-var]
         for col in zip(*rl, strict=True)
     ]
+    for label, cells in protoqa_rows(summary).items():
+        tol[label] = [None if c is None else one({"n": c["n"], "sd": c["sd"]}, HOST_TOLERANCE_FLOOR["recall"], 1.0)
+                      for c in cells]  # fmt: skip
+    rl_pq = [tol.get(f"{PROTOQA_ROW} {LABELS[m]}") for m in METHODS]
+    if all(rl_pq) and f"{PROTOQA_ROW} {LABELS['sft']}" in tol:
+        tol[f"{PROTOQA_ROW} {LABELS['sft']}"] = [
+            None if any(v is None for v in col) else max(col)  # type: ignore[type-var]
+            for col in zip(*rl_pq, strict=True)
+        ]
     tol[DIFF_ROW] = [
         one(t["across_seeds"]["paired"]["remark_vs_rank_grpo"].get(lists, {}).get("per_responder", {}).get("seeds"),
             HOST_TOLERANCE_FLOOR["points"], 100.0)

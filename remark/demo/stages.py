@@ -83,8 +83,10 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings, crowd_di
       one side (``data_prep.request_split.group_split``): no test question is a training question;
     - with ``crowdsourced`` and ``crowd_dir``, the crowdsourced dev file beside the scraped one is written to
       ``crowd_dir`` as a test-only dataset (ProtoQA's protocol: train on scraped, test on crowdsourced);
-    - one catalog for both (items merged by id), but every item's ``popularity`` is its number of mentions
-      by *training* respondents: nothing a model or a baseline learns from comes from a test question.
+    - one grounding catalog for both: the items *training* respondents named (``data_prep.catalog_splits``),
+      ``popularity`` their mentions there: nothing a model or a baseline learns from comes from a test
+      question; held-out answers stay in the targets and ProtoQA's answer clusters (``answers.parquet``) let
+      ``eval.protoqa_match`` credit each list line against its own question's clusters.
 
     A folder with ``requests.parquet`` (``remark prep``) is used as it is, with its own splits. Returns
     ``(dataset, its directory)``.
@@ -92,7 +94,7 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings, crowd_di
     import polars as pl
 
     from catalog.match import GroundingSettings, Matcher
-    from catalog.table import Catalog
+    from data_prep.catalog_splits import catalog_of_splits
     from data_prep.dataset import load_dataset, write_dataset
     from data_prep.pool import SplitSpec, pool_threads
     from data_prep.readers import combine, read_protoqa
@@ -141,7 +143,10 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings, crowd_di
             path=path,
             hint="use more questions (n_questions) or larger split fractions",
         )
-    catalog = _train_popularity(threads.catalog, requests.filter(pl.col("split") == "train"), Catalog)
+    # grounding catalog: the training questions' answers only (popularity = their training mentions); held-out
+    # answers stay in the targets (pooled against every answer) and are credited per question by the ProtoQA
+    # metric (eval.protoqa_match), so nothing a model is rewarded or grounded on comes from a test question
+    catalog = catalog_of_splits(threads.catalog, requests, ["train"])
     meta = {k: threads.meta[k] for k in ("source", "domain", "has_years", "instruction_included")}
     meta["demo"] = {
         "input": str(path),
@@ -151,11 +156,14 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings, crowd_di
         "question_split": list(s.question_split),
         "near_duplicate_threshold": NEAR_DUPLICATE_THRESHOLD,
         "popularity": "mentions by training respondents",
+        "catalog": "the items training respondents named",
         "seed": s.seed,
     }
     # answers (cluster strings) pool with normalized matching; generated lists are grounded fuzzy, so the
     # dataset records the default (fuzzy) settings that the demo's reward, validation and evaluation use
-    ds = write_dataset(out_dir, requests, catalog, meta, grounding=GroundingSettings())
+    ds = write_dataset(
+        out_dir, requests, catalog, meta, grounding=GroundingSettings(), answers=threads.answers
+    )
     if crowd_path is not None:
         crowd = pooled.filter(pl.col("request_id").is_in(sorted(crowd_ids))).sort("request_id")
         crowd_meta = {**meta, "demo": {**meta["demo"], "input": str(crowd_path), "questions": crowd.height}}
@@ -166,26 +174,9 @@ def prepare_protoqa(source: str | Path, out_dir: Path, s: DemoSettings, crowd_di
             catalog,
             crowd_meta,
             grounding=GroundingSettings(),
+            answers=threads.answers,
         )
     return ds, out_dir
-
-
-def _train_popularity(catalog, train, catalog_cls):
-    """``catalog`` with ``popularity`` = mentions of each item by training respondents (0 for the others)."""
-    import polars as pl
-
-    counts = (
-        train.select(pl.col("union").alias("item_id"), "counts")
-        .explode("item_id", "counts")
-        .group_by("item_id")
-        .agg(pl.col("counts").sum().cast(pl.Float64).alias("_n"))
-    )
-    df = (
-        catalog.df.join(counts, on="item_id", how="left", maintain_order="left")
-        .with_columns(pl.col("_n").fill_null(0.0).cast(catalog.df.schema["popularity"]).alias("popularity"))
-        .drop("_n")
-    )
-    return catalog_cls(df)
 
 
 # -- model and warm-up ---------------------------------------------------------------------------------
