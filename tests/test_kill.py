@@ -1,11 +1,17 @@
 """``kill -9`` during ``remark prep`` and ``remark eval score --out`` leaves the previous complete output
 (or, killed between the two renames of the swap, nothing, which the next write restores); the next run
-cleans the dead run's temporary folder and writes normally. Checkpoint kills: tests/remark/step/test_resume.py."""
+cleans the dead run's temporary folder and writes normally. Checkpoint kills: tests/remark/step/test_resume.py.
+A demo killed while a stage process runs (``kill -9``, ``SIGTERM`` or ``SIGINT`` of the parent) leaves no
+stage process running."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
+
+import pytest
 
 from catalog.io.locks import LOCK_FILE
 from catalog.io.outputs import OUTPUT_MARKER, clean_stale
@@ -128,3 +134,71 @@ def test_eval_score_killed_mid_swap_is_restored_whole(tmp_path, capsys):
     clean_stale(out)  # what the next write does first
     assert snapshot(out) == before
     assert leftovers(tmp_path) == []
+
+
+# -- a killed demo leaves no stage process behind ---------------------------------------------------------
+
+#: a demo-like parent: ``remark.demo.jobs.run_jobs`` running the real warm-up stage (the smallest real
+#: stage) of the fast synthetic demo in the folder argv[1]; it prints its pid, then waits on the stage
+DEMO_PARENT = (
+    "import dataclasses, os, sys\n"
+    "from pathlib import Path\n"
+    "from remark.demo.jobs import Job, run_jobs\n"
+    "from remark.demo.settings import default_settings\n"
+    "s = default_settings('synthetic', fast=True)\n"
+    "print(os.getpid(), flush=True)\n"
+    "run_jobs([Job('warmup', 'warmup', {'settings': dataclasses.asdict(s)}, threads=1)], Path(sys.argv[1]), slots=1)\n"
+)
+
+
+def stage_processes(parent: int) -> list[int]:
+    """The live (not zombie) processes a demo parent started: their environment names it as the parent."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if f"REMARK_DEMO_PARENT={parent}".encode() in env and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize(
+    "how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["kill-9", "term", "int"]
+)
+def test_a_killed_demo_leaves_no_stage_process(tmp_path, how):
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "demo"
+    root.mkdir()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", DEMO_PARENT, str(root)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        pid = int(parent.stdout.readline())
+        deadline = time.monotonic() + 120
+        # the stage is at work: past its start-up, writing into the folder
+        while not (root / "logs" / "warmup" / "threads.json").is_file():
+            assert parent.poll() is None and time.monotonic() < deadline, "the stage did not start"
+            time.sleep(0.1)
+        stages = stage_processes(pid)
+        assert stages, "no stage process found"
+        os.kill(pid, how)
+        parent.wait(timeout=30)
+        time.sleep(5)
+        assert [p for p in stages if p in stage_processes(pid)] == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        parent.stdout.close()
+        for p in stage_processes(parent.pid):  # never leave one running, whatever failed above
+            os.kill(p, signal.SIGKILL)

@@ -6,15 +6,25 @@ finished, ``result.json``. Jobs start in the order given; how many run at once c
 not the results (each job's numbers depend on its spec and thread count only: ``remark.demo.worker_env``).
 A failed job stops the others and raises with the tail of its log; one that failed on bad input
 (``input_error.json``, ``remark.demo.worker``) raises that ``InputError`` again: one line, exit 2.
+
+No stage outlives the demo: each worker runs in a process group of its own, which :func:`run_jobs` ends
+(``SIGTERM``, then ``SIGKILL`` after :data:`STOP_S`) whenever it stops early: a failed job, ``SIGINT``
+(Ctrl-C reaches the parent only: the groups are not the terminal's) or ``SIGTERM`` (turned into
+:class:`Terminated` while jobs run, so the clean-up runs); and each worker dies with its parent on its own
+side (``remark.demo.worker.die_with_parent``), which is what holds after ``kill -9`` of the parent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +35,49 @@ from catalog.io.outputs import atomic_write
 from remark.demo.worker_env import INPUT_ERROR, worker_env
 
 LOGS = "logs"
+#: seconds a stopped stage's process group gets between ``SIGTERM`` and ``SIGKILL``
+STOP_S = 5.0
+#: the variable that tells a worker its parent's pid (``remark.demo.worker.PARENT_ENV``)
+PARENT_ENV = "REMARK_DEMO_PARENT"
+
+
+class Terminated(KeyboardInterrupt):
+    """``SIGTERM`` arrived while stage processes ran: raised in the main thread so that they are stopped
+    (an interruption, like Ctrl-C: the CLI says so and exits 130)."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While the block runs, ``SIGTERM`` raises :class:`Terminated` (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second one must not cut the clean-up short
+        raise Terminated("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stop_group(proc: subprocess.Popen, *, grace_s: float = STOP_S) -> None:
+    """End ``proc`` and every process of its group (a stage and anything it started): ``SIGTERM``, then
+    ``SIGKILL`` after ``grace_s``; waits for ``proc``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=grace_s)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what the stage started, if it lingers
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
 
 
 @dataclass(frozen=True)
@@ -64,7 +117,8 @@ def _start(job: Job, root: Path, extra_env: Mapping[str, str]) -> subprocess.Pop
             cwd=root,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=worker_env(job.threads) | dict(extra_env),
+            env=worker_env(job.threads) | dict(extra_env) | {PARENT_ENV: str(os.getpid())},
+            process_group=0,  # a group of its own: stopped whole by the parent, not by the terminal's Ctrl-C
         )
 
 
@@ -112,37 +166,49 @@ def run_jobs(
             if records:
                 on_progress(job, records[-1])
     running: dict[str, tuple[Job, subprocess.Popen, float]] = {}
-    try:
-        while queue or running:
-            while queue and len(running) < max(1, slots):
-                job = queue.pop(0)
-                running[job.name] = (job, _start(job, root, extra_env or {}), time.monotonic())
-            time.sleep(poll_s)
-            for name in list(running):
-                job, proc, t0 = running[name]
-                records = read_progress(job.folder(root))
-                if records:
-                    on_progress(job, records[-1])
-                if proc.poll() is None:
-                    continue
-                del running[name]
-                folder = job.folder(root)
-                if proc.returncode != 0 and (folder / INPUT_ERROR).is_file():  # bad input: the worker's line
-                    rec = read_json(folder / INPUT_ERROR, schema={"message": str}, what="demo stage error")
-                    raise InputError(
-                        rec["message"], **{k: rec.get(k) for k in ("path", "row", "field", "hint")}
-                    )
-                if proc.returncode != 0 or not (folder / "result.json").is_file():
-                    tail = (folder / "worker.log").read_text(errors="replace")[-3000:]
-                    raise RuntimeError(f"demo stage {name!r} failed (exit {proc.returncode}):\n{tail}")
-                done[name] = {
-                    "result": read_json(folder / "result.json"),
-                    "threads": read_json(folder / "threads.json"),
-                    "wall_s": time.monotonic() - t0,
-                    "cpu_s": read_json(folder / "cpu.json", schema={"cpu_s": float})["cpu_s"],
-                }
-    finally:
-        for _, proc, _ in running.values():
-            proc.terminate()
-            proc.wait()
+    with _sigterm_raises():
+        try:
+            _run_queue(queue, running, done, root, slots, on_progress, poll_s, extra_env)
+        finally:
+            for _, proc, _ in running.values():
+                stop_group(proc)
     return done
+
+
+def _run_queue(
+    queue: list[Job],
+    running: dict[str, tuple[Job, subprocess.Popen, float]],
+    done: dict[str, dict[str, Any]],
+    root: Path,
+    slots: int,
+    on_progress: Callable[[Job, dict[str, Any]], None],
+    poll_s: float,
+    extra_env: Mapping[str, str] | None,
+) -> None:
+    """:func:`run_jobs`' loop: start jobs while slots are free, watch them, collect what they finished."""
+    while queue or running:
+        while queue and len(running) < max(1, slots):
+            job = queue.pop(0)
+            running[job.name] = (job, _start(job, root, extra_env or {}), time.monotonic())
+        time.sleep(poll_s)
+        for name in list(running):
+            job, proc, t0 = running[name]
+            records = read_progress(job.folder(root))
+            if records:
+                on_progress(job, records[-1])
+            if proc.poll() is None:
+                continue
+            del running[name]
+            folder = job.folder(root)
+            if proc.returncode != 0 and (folder / INPUT_ERROR).is_file():  # bad input: the worker's line
+                rec = read_json(folder / INPUT_ERROR, schema={"message": str}, what="demo stage error")
+                raise InputError(rec["message"], **{k: rec.get(k) for k in ("path", "row", "field", "hint")})
+            if proc.returncode != 0 or not (folder / "result.json").is_file():
+                tail = (folder / "worker.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"demo stage {name!r} failed (exit {proc.returncode}):\n{tail}")
+            done[name] = {
+                "result": read_json(folder / "result.json"),
+                "threads": read_json(folder / "threads.json"),
+                "wall_s": time.monotonic() - t0,
+                "cpu_s": read_json(folder / "cpu.json", schema={"cpu_s": float})["cpu_s"],
+            }

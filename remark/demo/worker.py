@@ -3,6 +3,12 @@
 The parent (``remark.demo.jobs``) writes ``JOB_FOLDER/job.json`` (``{"kind", "threads", "spec"}``) and
 starts this module with ``remark.demo.worker_env.worker_env`` and the demo's output folder as the working
 directory (so every path in a spec, a config or a log is relative to the demo folder, which can be moved).
+
+A worker dies with its parent, however the parent ends (:func:`die_with_parent`, first thing): on Linux
+the kernel sends it ``SIGKILL`` when the parent exits (``prctl(PR_SET_PDEATHSIG)``), and a watchdog
+thread that polls ``os.getppid()`` kills it too (other systems, or a parent that died before the worker
+could ask). So a killed demo (``kill -9`` included) leaves no stage writing into its temporary folder
+after its output lock is released. The parent's pid comes in ``REMARK_DEMO_PARENT``.
 The worker fixes torch's thread pools, writes ``threads.json`` (what it ran with), runs the stage, writes
 ``cpu.json`` (its CPU seconds) and ``result.json`` last, so a job folder without it is a job that did not
 finish. Bad input in a stage (``InputError``: a dataset's content, a config value) is written to
@@ -21,13 +27,54 @@ Kinds:
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from catalog.io.outputs import atomic_write
 from remark.demo.worker_env import INPUT_ERROR, apply_threads, thread_record
+
+#: the environment variable naming the pid of the process that started the worker (``remark.demo.jobs``)
+PARENT_ENV = "REMARK_DEMO_PARENT"
+#: how often the watchdog looks for its parent (seconds)
+WATCH_S = 0.5
+
+
+def _set_parent_death_signal(sig: int) -> bool:
+    """Ask Linux to send ``sig`` to this process when its parent exits; False where that is not possible."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(sig), 0, 0, 0) == 0  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def die_with_parent(parent: int | None = None, *, every_s: float = WATCH_S) -> None:
+    """Make this process die with ``parent`` (default: ``$REMARK_DEMO_PARENT``, else the current parent):
+    the kernel's parent-death signal (Linux) and a daemon thread polling ``os.getppid()``; a parent already
+    gone kills it at once. ``SIGKILL``: the worker's output is abandoned, as the parent's is."""
+    if parent is None:
+        named = os.environ.get(PARENT_ENV, "")
+        parent = int(named) if named.isdigit() else os.getppid()
+    _set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def watch() -> None:
+        while True:
+            time.sleep(every_s)
+            if os.getppid() != parent:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 class _Progress:
@@ -164,4 +211,5 @@ def main(folder: str) -> int:
 
 
 if __name__ == "__main__":
+    die_with_parent()
     sys.exit(main(sys.argv[1]))
