@@ -30,7 +30,7 @@ import numpy as np
 
 from catalog.io.errors import InputError
 from catalog.io.files import read_json
-from catalog.io.locks import LOCK_FILE
+from catalog.io.locks import LOCK_FILE, hold_output, release_output
 from catalog.io.outputs import OUTPUT_MARKER, atomic_dir, atomic_write
 from catalog.io.versions import package_versions
 from remark.demo.evaluation import (
@@ -41,7 +41,7 @@ from remark.demo.evaluation import (
     test_models,
     validation_results,
 )
-from remark.demo.jobs import Job, run_jobs
+from remark.demo.jobs import LOGS, Job, run_jobs, seal_problem
 from remark.demo.plots import plot_validation
 from remark.demo.report import headline_block, report_markdown, report_notes
 from remark.demo.runs import choose_rates, grid_jobs, job_name, seed_jobs, train_diagnostics
@@ -100,8 +100,13 @@ def run_demo(
     ``resume_from``: the folder of an unfinished demo with the same settings (the ``.<out>.unfinished-*``
     folder a failed or interrupted run keeps beside its ``--out`` and names, the ``.<out>...tmp`` one a
     killed run left, or a copy of either): its contents are copied into the new run's folder and every stage
-    job that finished there with the same spec is reused, not run again (``remark.demo.jobs.run_jobs``); a
-    folder beside ``--out`` is removed once its contents are carried over, any other is left as it is.
+    job that finished there with the same spec, and whose files are as it sealed them, is reused, not run
+    again (``remark.demo.jobs``). What this resume may do with that folder (:func:`_take_partial`): it is
+    refused while another process holds its writer lock (a running demo's folder), and when its mark
+    (:data:`WORK_MARKER`) says it is the work of another ``--out``; it is moved aside and removed once its
+    contents are carried over only when its mark says it is this ``--out``'s and it lies beside ``--out``;
+    any other folder is only read, and left as it is. A damaged folder (a file that is not what it should
+    be, or not as a finished stage sealed it) is refused before any work, naming the file in it.
     """
     # torch (and the MKL and OpenMP runtimes in libtorch_cpu) loaded first in this process: loaded late, after
     # polars, rapidfuzz and matplotlib, its dlopen can find the static TLS block used up and MKL aborts
@@ -127,34 +132,28 @@ def run_demo(
         resolve_engine("vllm")
     partial = _partial_run(resume_from, s) if resume_from is not None else None  # before the folder is locked
     check_out(out, force, inputs=inputs)
-    moved = None
-    if (
-        partial is not None
-        and partial.parent.resolve() == out.parent.resolve()
-        and partial.name.startswith(f".{out.name}.")
-    ):
-        # the temporary folder a killed run of this --out left: out of the way of atomic_dir's clean-up
-        moved = out.parent / f".{out.name}.resumed"
-        if partial.resolve() != moved.resolve():
-            if moved.exists():
-                raise InputError(
-                    "an earlier resume's folder is in the way", path=moved, hint="resume from it instead"
-                )
-            os.replace(partial, moved)
-        partial = moved
+    moved, held = None, None
     t_start = time.monotonic()
     kept = unfinished_dir(out)
     carried = False  # the resumed folder's contents are all in this run's folder
+    work: Path | None = None
     try:
+        if partial is not None:
+            partial, moved, held = _take_partial(partial, out)
         with (
             _LoadSampler() as load,
             atomic_dir(out, KIND, inputs=inputs, force=force, keep_on_failure=kept) as tmp,
         ):
+            work = tmp
+            _mark_work(tmp, out)
             if partial is not None:
                 shutil.copytree(partial, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*NOT_RESUMED))
                 carried = True
             summary = _finish(s, tmp, console, progress_disable, load, t_start)
-    except BaseException:
+            _unmark_work(tmp)
+    except BaseException as exc:
+        if work is not None:
+            _unmark_work(work, kept=kept)  # the folder itself stays marked: this --out's work
         resume = kept
         if moved is not None and not (carried and kept.is_dir()):  # the resumed folder is the whole one
             shutil.rmtree(kept, ignore_errors=True)
@@ -167,8 +166,17 @@ def run_demo(
                 f"--resume-from {resume} to go on from it",
                 soft_wrap=True,  # a path to copy, never broken across lines
             )
+        if isinstance(exc, InputError) and work is not None:
+            where = _moved_path(exc.path, work, resume)
+            if where != exc.path:  # named where the file is now, not in the temporary folder that is gone
+                raise InputError(
+                    exc.message, path=where, row=exc.row, field=exc.field, hint=exc.hint
+                ) from exc
         raise
-    if moved is not None:  # the killed run's own temporary folder, now part of this complete one
+    finally:
+        if held is not None:
+            release_output(held)
+    if moved is not None:  # this --out's own unfinished folder, now part of this complete one
         shutil.rmtree(moved, ignore_errors=True)
     return summary
 
@@ -188,6 +196,7 @@ def _finish(
     summary = _run_stages(s, tmp, console, progress_disable)
     summary["machine"]["load_1min"] = load.summary()
     summary["timing"]["total_s"] = time.monotonic() - t_start
+    summary["timing"]["peak_rss_mb"] = peak_rss_mb()
     summary["notes"] = report_notes(summary)
     summary = {"headline": headline_block(summary), **summary}
     summary = _finite_or_none(summary)
@@ -198,12 +207,140 @@ def _finish(
     return summary
 
 
-#: What ``resume_from`` does not carry over: ownership and lock files, and the outputs the run writes last.
-NOT_RESUMED = (OUTPUT_MARKER, LOCK_FILE, "summary.json", "report.md")
+#: The demo's mark in its working folder (the temporary folder, then the ``.<out>.unfinished-*`` one a failed
+#: run keeps): ``{"format", "out", "host", "pid", "started"}``, ``out`` absolute. Written first, removed
+#: before the folder becomes ``--out``; with the folder's writer lock (held while the demo runs) it tells a
+#: resume whose work a folder is and whether its writer is alive (:func:`_take_partial`).
+WORK_MARKER = ".remark-demo-work.json"
+WORK_FORMAT = 1
+
+#: What ``resume_from`` does not carry over: ownership, mark and lock files, and the outputs the run writes last.
+NOT_RESUMED = (OUTPUT_MARKER, LOCK_FILE, WORK_MARKER, "summary.json", "report.md")
+
+
+def _mark_work(tmp: Path, out: Path) -> None:
+    """Mark ``tmp`` as this process's work for ``out`` and hold its writer lock while the demo runs."""
+    import socket
+
+    record = {
+        "format": WORK_FORMAT,
+        "out": os.path.abspath(out),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    with atomic_write(tmp / WORK_MARKER) as f:
+        f.write_text(json.dumps(record, indent=2) + "\n")
+    hold_output(tmp)
+
+
+def _unmark_work(tmp: Path, *, kept: Path | None = None) -> None:
+    """Release the writer lock of the working folder ``tmp``; on success (no ``kept``) remove its mark too,
+    since the folder is about to become ``--out``. A failed run's folder, renamed to ``kept``, keeps its
+    mark and loses the lock file it no longer holds."""
+    release_output(tmp)
+    if kept is None:
+        (tmp / WORK_MARKER).unlink(missing_ok=True)
+    elif kept.is_dir():
+        (kept / LOCK_FILE).unlink(missing_ok=True)
+
+
+def _moved_path(path: str | None, work: Path, now: Path) -> str | None:
+    """``path`` inside the working folder ``work`` (gone after a failure) as the same file in ``now``."""
+    if path is None or not now.is_dir():
+        return path
+    full = Path(os.path.abspath(path))
+    base = Path(os.path.abspath(work))
+    return str(now / full.relative_to(base)) if full.is_relative_to(base) else path
+
+
+def _work_marker(folder: Path) -> dict[str, Any] | None:
+    """The mark of an unfinished demo's folder (:data:`WORK_MARKER`), None when it has none; a damaged one
+    is an ``InputError`` naming it."""
+    path = folder / WORK_MARKER
+    if not (path.exists() or path.is_symlink()):
+        return None
+    return read_json(
+        path,
+        schema={"out": str},
+        what="demo work mark",
+        hint="remark cannot tell which demo's work this is: copy the folder elsewhere without this file to "
+        "resume from the copy",
+    )
+
+
+def _stale_name(name: str, out: Path) -> bool:
+    """Whether ``name`` is one the next write of ``out`` may clean away as an interrupted write's temporary
+    (``catalog.io.outputs.clean_stale``)."""
+    import re
+
+    return re.match(rf"^\.{re.escape(out.name)}\.[A-Za-z0-9-]+\.\d+\.[^.]+\.(tmp|old)$", name) is not None
+
+
+def _take_partial(folder: Path, out: Path) -> tuple[Path, Path | None, Path | None]:
+    """What this resume of ``out`` may do with the unfinished folder ``folder``: ``(where to copy from, the
+    folder moved aside to be removed after success or None, the folder whose writer lock this process now
+    holds or None)``.
+
+    Refused (exit 2): a folder another process holds (a running demo's: its writer lock); one whose mark
+    says it is the work of another ``--out``; one without a mark that is named like a temporary folder of
+    ``out`` (the demo's next write would clean it away). Moved aside (out of the way of that clean-up) and
+    removed after success: only a folder beside ``out`` whose mark says it is ``out``'s. Anything else is
+    read only, and left as it is."""
+    from catalog.io.locks import OutputBusyError, lock_holder
+
+    held = None
+    try:
+        was_held = lock_holder(folder) == "this process"  # --resume-from --out itself: never released here
+        hold_output(folder, field="--resume-from")
+        held = None if was_held else folder
+    except OutputBusyError:
+        raise
+    except OSError:  # a folder this user may not write: only read it, if nobody writes it
+        holder = lock_holder(folder)
+        if holder is not None:
+            raise OutputBusyError(
+                f"is being written by {holder}", path=folder, field="--resume-from", hint="wait for it to end"
+            ) from None
+    try:
+        mark = _work_marker(folder)
+        beside = Path(os.path.abspath(folder)).parent.resolve() == Path(os.path.abspath(out)).parent.resolve()
+        if mark is not None:
+            owner = Path(mark["out"])
+            if Path(os.path.abspath(owner)).resolve() != Path(os.path.abspath(out)).resolve():
+                raise InputError(
+                    f"the unfinished work of another demo (--out {owner}), not of --out {out}",
+                    path=folder,
+                    field="--resume-from",
+                    hint=f"resume it with --out {owner}, or start afresh",
+                )
+            if beside:  # this --out's own: out of the way of atomic_dir's clean-up, removed after success
+                import tempfile
+
+                moved = Path(tempfile.mkdtemp(prefix=f".{out.name}.resumed-", dir=out.parent))
+                moved.rmdir()
+                os.replace(folder, moved)
+                return moved, moved, held
+            return folder, None, held
+        if beside and _stale_name(folder.name, out):
+            raise InputError(
+                "named like a temporary folder of --out, which the demo's next write removes, and it carries "
+                "no mark of this demo's work",
+                path=folder,
+                field="--resume-from",
+                hint="copy it to another name and resume from the copy",
+            )
+        return folder, None, held
+    except BaseException:
+        if held is not None:
+            release_output(held)
+        raise
 
 
 def _partial_run(folder: str | Path, s: DemoSettings) -> Path:
-    """``folder`` checked as an unfinished demo of settings ``s`` (its ``demo_settings.json``)."""
+    """``folder`` checked as an unfinished demo of settings ``s`` (its ``demo_settings.json``), and as sound:
+    its mark readable and every finished stage's files as the stage sealed them (``remark.demo.jobs``);
+    each problem an ``InputError`` naming the file in ``folder``."""
     folder = Path(folder)
     path = folder / SETTINGS_FILE
     if not path.is_file():
@@ -211,9 +348,9 @@ def _partial_run(folder: str | Path, s: DemoSettings) -> Path:
             f"no {SETTINGS_FILE} here: not a demo's folder",
             path=folder,
             field="--resume-from",
-            hint="pass the .<out>...tmp folder an unfinished `remark demo` left beside its --out",
+            hint="pass the .<out>.unfinished-* or .<out>...tmp folder an unfinished `remark demo` left beside its --out",
         )
-    saved = read_json(path, what="demo settings")
+    saved = read_json(path, schema={}, what="demo settings")
     if saved != json.loads(json.dumps(dataclasses.asdict(s))):
         differ = sorted(
             k
@@ -226,6 +363,14 @@ def _partial_run(folder: str | Path, s: DemoSettings) -> Path:
             field="--resume-from",
             hint="resume with the same flags and --settings file, or start afresh",
         )
+    _work_marker(folder)
+    logs = folder / LOGS
+    for job in sorted(p.name for p in logs.iterdir() if p.is_dir()) if logs.is_dir() else ():
+        problem = seal_problem(folder, job)
+        if problem is not None:
+            raise InputError(
+                problem.message, path=problem.path, field=problem.field or "--resume-from", hint=problem.hint
+            )
     return folder
 
 
@@ -455,6 +600,17 @@ def _overlap(train, requests) -> dict[str, Any]:
         how="diagonal_relaxed",
     )
     return split_overlap(both, test_split="test", train_split="train")
+
+
+def peak_rss_mb() -> float:
+    """The largest resident set of this process and of any stage process it waited for, in MiB
+    (``getrusage``' ``ru_maxrss``, KiB on Linux): the demo's peak memory, one process at a time."""
+    import resource
+
+    return (
+        max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        / 1024
+    )
 
 
 def weight_hashes(root: Path) -> dict[str, str]:

@@ -909,7 +909,14 @@ def _tables(summary: dict[str, Any]) -> list[str]:
         lines.append(f"| {stage} | {sec:.0f} |")
     lines += [
         "",
-        "CPU seconds of the stage processes: " + ", ".join(f"{n} {c:.0f}" for n, c in cpu.items()) + ".",
+        "CPU seconds of the stage processes: "
+        + ", ".join(f"{n} {c:.0f}" for n, c in cpu.items())
+        + (
+            f". Peak resident memory of one process: {timing['peak_rss_mb']:,.0f} MiB"
+            if timing.get("peak_rss_mb")
+            else ""
+        )
+        + ".",
     ]
     lines += [
         "",
