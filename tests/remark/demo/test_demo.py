@@ -436,11 +436,7 @@ def test_fast_demo_end_to_end(tmp_path, capsys):
     assert sorted(crowd["models"]) == sorted(names)
     # reference levels on the test requests: chance is K / (catalog - seen) per row, the lists score <= 1
     levels = summary["reference_levels"]
-    assert sorted(levels) == [
-        "chance",
-        "nearest_request",
-        "popularity",
-    ]  # no genres; no test request in train
+    assert sorted(levels) == ["chance", "nearest_request", "popularity", "retrieval"]  # no genres, no twins
     assert 0 < levels["chance"]["per_responder"] <= 1 and 0 <= levels["popularity"]["union"] <= 1
     assert f"For scale, test per-responder recall@{k} on the same {n_test} requests" in report
     assert readme_table(summary) in report
