@@ -43,6 +43,7 @@ __all__ = [
     "carry_lock",
     "current_command",
     "hold_output",
+    "lock_holder",
     "note_companion",
     "output_lock",
     "release_output",
@@ -112,6 +113,31 @@ def note_companion(
     it means nothing now, or (without ``idle``) if the folder holds nothing else; then the folder too, when
     the lock created it and it is empty. So a command refused after its checks leaves nothing behind."""
     _COMPANIONS.setdefault(_key(folder), {})[name] = idle
+
+
+def lock_holder(folder: str | os.PathLike[str]) -> str | None:
+    """Who holds the writer lock of ``folder`` now (the words of :class:`OutputBusyError`: pid, host,
+    command, start), ``"this process"`` when this process does, None when nobody does (no lock file, or
+    one whose holder has exited: the kernel released it). Takes nothing: the probe is released at once."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    key = _key(folder)
+    if key in _HELD:
+        return "this process"
+    lock = Path(key) / LOCK_FILE
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return _holder(lock)
+    finally:
+        os.close(fd)  # closing drops the probe's lock, if it got one
+    return None
 
 
 def hold_output(folder: str | os.PathLike[str], *, field: str = "--out", command: str | None = None) -> None:

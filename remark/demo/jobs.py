@@ -5,7 +5,15 @@ Each :class:`Job` gets a folder ``logs/<name>/`` in the demo's output folder hol
 finished, ``result.json``. Jobs start in the order given; how many run at once changes the wall time,
 not the results (each job's numbers depend on its spec and thread count only: ``remark.demo.worker_env``).
 A failed job stops the others and raises with the tail of its log; one that failed on bad input
-(``input_error.json``, ``remark.demo.worker``) raises that ``InputError`` again: one line, exit 2.
+(``input_error.json``, ``remark.demo.worker``) raises that ``InputError`` again: one line, exit 2, its
+path made absolute in the demo's folder.
+
+A job that succeeded is sealed: ``logs/<name>/done.json`` lists every file of its log folder and of its
+outputs (:func:`job_outputs`: the warm-up's data and models, a run's folder, an evaluation's model
+folders) with size and sha256. A resumed demo reuses a job only when it is sealed, its spec the same and
+its files as sealed (:func:`finished`; :func:`seal_problem` checks the hashes of the folder resumed from,
+so a damaged file is named there); any other job is run again from nothing: its log folder and outputs,
+copied from the unfinished folder, are removed first (they are in the demo's own working folder).
 
 No stage outlives the demo: each worker runs in a process group of its own, which :func:`run_jobs` ends
 (``SIGTERM``, then ``SIGKILL`` after :data:`STOP_S`) whenever it stops early: a failed job, ``SIGINT``
@@ -35,6 +43,11 @@ from catalog.io.outputs import atomic_write
 from remark.demo.worker_env import INPUT_ERROR, worker_env
 
 LOGS = "logs"
+#: a finished job's seal: its files with size and sha256 (written by the parent, last)
+SEAL = "done.json"
+SEAL_FORMAT = 1
+#: what the warm-up stage writes in the demo folder (``remark.demo.worker._warmup``)
+WARMUP_OUTPUTS = ("data", "data_crowd", "base_model", "sft_model")
 #: seconds a stopped stage's process group gets between ``SIGTERM`` and ``SIGKILL``
 STOP_S = 5.0
 #: the variable that tells a worker its parent's pid (``remark.demo.worker.PARENT_ENV``)
@@ -105,8 +118,103 @@ def read_progress(folder: Path) -> list[dict[str, Any]]:
     return records
 
 
+def job_outputs(job: Job) -> list[str]:
+    """The paths (relative to the demo folder) a job writes besides its log folder."""
+    if job.kind == "warmup":
+        return list(WARMUP_OUTPUTS)
+    if job.kind == "rl" and job.spec.get("config", {}).get("output_dir"):
+        return [str(job.spec["config"]["output_dir"])]
+    if job.kind == "eval" and "out" in job.spec:
+        return [str(Path(job.spec["out"]) / name) for name in job.spec.get("models", {})]
+    return []
+
+
+def _job_files(job: Job, root: Path) -> list[str]:
+    """Every file of the job's log folder (but its seal) and of its outputs, relative to ``root``."""
+    found = []
+    for rel in [str(Path(LOGS) / job.name), *job_outputs(job)]:
+        base = root / rel
+        paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+        found += [str(p.relative_to(root)) for p in paths if p.name != SEAL or p.parent != job.folder(root)]
+    return found
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def seal(job: Job, root: Path) -> None:
+    """Write the job's seal (see the module docstring): after it succeeded, before it counts as done."""
+    files = {
+        rel: {"size": (root / rel).stat().st_size, "sha256": _sha256(root / rel)}
+        for rel in _job_files(job, root)
+    }
+    with atomic_write(job.folder(root) / SEAL) as tmp:
+        tmp.write_text(json.dumps({"format": SEAL_FORMAT, "files": files}, indent=1) + "\n")
+
+
+def _read_seal(folder: Path) -> dict[str, dict[str, Any]]:
+    """The files a seal lists; ``InputError`` naming it when it is not one."""
+    from catalog.io.files import check_fields
+
+    path = folder / SEAL
+    record = read_json(path, schema={"format": int, "files": dict}, what="demo job seal")
+    if record["format"] != SEAL_FORMAT:
+        raise InputError(f"format {record['format']}, not {SEAL_FORMAT}", path=path, field="format")
+    for rel, entry in record["files"].items():
+        check_fields(entry, {"size": int, "sha256": str}, path=path, prefix=f"files.{rel}")
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise InputError("a path outside the demo folder", path=path, field=f"files.{rel}")
+    return record["files"]
+
+
+def seal_problem(root: Path, name: str, *, hashes: bool = True) -> InputError | None:
+    """Why the sealed job ``logs/<name>`` of the demo folder ``root`` cannot be reused as it is (None when
+    it can, or when it has no seal: then it is not finished and runs again): the seal unreadable, a file
+    it lists missing, or (``hashes``) of another size or content. The error names the file in ``root``."""
+    folder = root / LOGS / name
+    if not (folder / SEAL).is_file():
+        return None
+    hint = f"remove {folder} to run that stage again, or start afresh without --resume-from"
+    try:
+        files = _read_seal(folder)
+    except InputError as err:
+        return InputError(err.message, path=err.path, field=err.field, hint=hint)
+    for rel, entry in files.items():
+        path = root / rel
+        if not path.is_file():
+            return InputError(f"missing (the finished stage {name!r} wrote it)", path=path, hint=hint)
+        if path.stat().st_size != entry["size"] or (hashes and _sha256(path) != entry["sha256"]):
+            return InputError(
+                f"not what the finished stage {name!r} wrote ({'size' if path.stat().st_size != entry['size'] else 'sha256'} "
+                f"differs from {Path(LOGS) / name / SEAL}): damaged or edited since",
+                path=path,
+                hint=hint,
+            )
+    return None
+
+
+def _clear(job: Job, root: Path) -> None:
+    """Remove what an unfinished try of ``job`` left in the demo's working folder ``root`` (copied from a
+    resumed folder): its log folder and outputs, so the job runs from nothing."""
+    import shutil
+
+    for rel in [str(Path(LOGS) / job.name), *job_outputs(job)]:
+        path = root / rel
+        if not Path(os.path.abspath(path)).is_relative_to(os.path.abspath(root)):
+            continue  # never outside the demo's own folder
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
 def _start(job: Job, root: Path, extra_env: Mapping[str, str]) -> subprocess.Popen:
     folder = job.folder(root)
+    _clear(job, root)
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_write(folder / "job.json") as tmp:
         tmp.write_text(json.dumps({"kind": job.kind, "threads": job.threads, "spec": job.spec}, indent=2))
@@ -123,23 +231,27 @@ def _start(job: Job, root: Path, extra_env: Mapping[str, str]) -> subprocess.Pop
 
 
 def finished(job: Job, root: Path) -> dict[str, Any] | None:
-    """A job already finished in ``root`` with the same kind, threads and spec (a resumed demo), as
-    :func:`run_jobs` reports it (``wall_s``: its last progress record's); None when it must run."""
+    """A job already finished in ``root`` with the same kind, threads and spec (a resumed demo), sealed and
+    its files as sealed (sizes; the hashes were checked in the folder resumed from), as :func:`run_jobs`
+    reports it (``wall_s``: its last progress record's); None when it must run."""
     folder = job.folder(root)
-    files = [folder / name for name in ("job.json", "result.json", "threads.json", "cpu.json")]
-    if not all(f.is_file() for f in files):
+    files = [folder / name for name in ("job.json", "result.json", "threads.json", "cpu.json", SEAL)]
+    if not all(f.is_file() for f in files) or seal_problem(root, job.name, hashes=False) is not None:
         return None
     want = json.loads(json.dumps({"kind": job.kind, "threads": job.threads, "spec": job.spec}))
-    if read_json(files[0], what="demo job") != want:
+    try:
+        if read_json(files[0], what="demo job") != want:
+            return None
+        records = read_progress(folder)
+        return {
+            "result": read_json(files[1]),
+            "threads": read_json(files[2], schema={}),
+            "wall_s": float(records[-1].get("wall_s", 0.0)) if records else 0.0,
+            "cpu_s": read_json(files[3], schema={"cpu_s": float})["cpu_s"],
+            "reused": True,
+        }
+    except InputError:  # not what the stage wrote after all: run it again
         return None
-    records = read_progress(folder)
-    return {
-        "result": read_json(files[1]),
-        "threads": read_json(files[2]),
-        "wall_s": float(records[-1].get("wall_s", 0.0)) if records else 0.0,
-        "cpu_s": read_json(files[3], schema={"cpu_s": float})["cpu_s"],
-        "reused": True,
-    }
 
 
 def run_jobs(
@@ -202,7 +314,13 @@ def _run_queue(
             folder = job.folder(root)
             if proc.returncode != 0 and (folder / INPUT_ERROR).is_file():  # bad input: the worker's line
                 rec = read_json(folder / INPUT_ERROR, schema={"message": str}, what="demo stage error")
-                raise InputError(rec["message"], **{k: rec.get(k) for k in ("path", "row", "field", "hint")})
+                where = rec.get("path")  # the worker's paths are relative to the demo folder, its cwd
+                where = (
+                    None if where is None else str(root / where) if not Path(where).is_absolute() else where
+                )
+                raise InputError(
+                    rec["message"], path=where, **{k: rec.get(k) for k in ("row", "field", "hint")}
+                )
             if proc.returncode != 0 or not (folder / "result.json").is_file():
                 tail = (folder / "worker.log").read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"demo stage {name!r} failed (exit {proc.returncode}):\n{tail}")
@@ -212,3 +330,4 @@ def _run_queue(
                 "wall_s": time.monotonic() - t0,
                 "cpu_s": read_json(folder / "cpu.json", schema={"cpu_s": float})["cpu_s"],
             }
+            seal(job, root)  # last: only now can a resumed demo reuse it

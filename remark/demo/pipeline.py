@@ -147,7 +147,7 @@ def run_demo(
             work = tmp
             _mark_work(tmp, out)
             if partial is not None:
-                shutil.copytree(partial, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*NOT_RESUMED))
+                shutil.copytree(partial, tmp, dirs_exist_ok=True, ignore=_not_resumed(partial))
                 carried = True
             summary = _finish(s, tmp, console, progress_disable, load, t_start)
             _unmark_work(tmp)
@@ -214,8 +214,21 @@ def _finish(
 WORK_MARKER = ".remark-demo-work.json"
 WORK_FORMAT = 1
 
-#: What ``resume_from`` does not carry over: ownership, mark and lock files, and the outputs the run writes last.
+#: What ``resume_from`` does not carry over from the folder's top level: ownership, mark and lock files, and
+#: the outputs the run writes last (inside, only lock files: a stage's outputs are carried whole, markers
+#: included, as its seal lists them).
 NOT_RESUMED = (OUTPUT_MARKER, LOCK_FILE, WORK_MARKER, "summary.json", "report.md")
+
+
+def _not_resumed(top: Path) -> Any:
+    """``shutil.copytree``'s ``ignore`` for a resumed folder ``top`` (see :data:`NOT_RESUMED`)."""
+    top_abs = os.path.abspath(top)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skip = NOT_RESUMED if os.path.abspath(folder) == top_abs else (LOCK_FILE,)
+        return {n for n in names if n in skip}
+
+    return ignore
 
 
 def _mark_work(tmp: Path, out: Path) -> None:
@@ -294,8 +307,13 @@ def _take_partial(folder: Path, out: Path) -> tuple[Path, Path | None, Path | No
         was_held = lock_holder(folder) == "this process"  # --resume-from --out itself: never released here
         hold_output(folder, field="--resume-from")
         held = None if was_held else folder
-    except OutputBusyError:
-        raise
+    except OutputBusyError as busy:
+        raise OutputBusyError(
+            busy.message.split(";")[0] + ": the folder of a demo at work, which a resume would take from it",
+            path=folder,
+            field="--resume-from",
+            hint="resume from it once that demo has ended (or stop it), or start afresh",
+        ) from None
     except OSError:  # a folder this user may not write: only read it, if nobody writes it
         holder = lock_holder(folder)
         if holder is not None:

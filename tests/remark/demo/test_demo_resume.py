@@ -10,7 +10,7 @@ import pytest
 
 from catalog.io.errors import InputError
 from remark.cli.main import main
-from remark.demo.jobs import Job, finished
+from remark.demo.jobs import Job, finished, seal
 from remark.demo.pipeline import numbers
 
 
@@ -27,6 +27,8 @@ def test_finished_needs_the_same_spec_and_every_record(tmp_path):
     assert finished(job, tmp_path) is None  # no cpu.json: the worker did not finish
     (folder / "cpu.json").write_text(json.dumps({"cpu_s": 2.5}))
     (folder / "progress.jsonl").write_text(json.dumps({"step": 3, "wall_s": 7.0}) + "\n")
+    assert finished(job, tmp_path) is None  # not sealed: the parent did not see it succeed
+    seal(job, tmp_path)
     got = finished(job, tmp_path)
     assert got == {
         "result": {"best": None},
