@@ -383,6 +383,13 @@ def _partial_run(folder: str | Path, s: DemoSettings) -> Path:
         )
     _work_marker(folder)
     logs = folder / LOGS
+    if (logs.exists() or logs.is_symlink()) and not logs.is_dir():
+        raise InputError(
+            "not a folder (a demo keeps its stages' logs there)",
+            path=logs,
+            field="--resume-from",
+            hint="remove it to run every stage again, or start afresh without --resume-from",
+        )
     for job in sorted(p.name for p in logs.iterdir() if p.is_dir()) if logs.is_dir() else ():
         problem = seal_problem(folder, job)
         if problem is not None:

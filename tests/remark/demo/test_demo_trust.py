@@ -181,6 +181,10 @@ def _damage(folder: Path, how: str) -> Path:
     if how == "seal-list":
         (logs / SEAL).write_text("[]")
         return logs / SEAL
+    if how == "logs-file":
+        shutil.rmtree(folder / "logs")
+        (folder / "logs").write_text("x")
+        return folder / "logs"
     if how == "mark-list":
         (folder / WORK_MARKER).write_text("[]")
         return folder / WORK_MARKER
@@ -198,6 +202,7 @@ DAMAGE = [
     "run-file-missing",
     "seal-list",
     "mark-list",
+    "logs-file",
 ]
 
 
