@@ -13,6 +13,10 @@ Definitions (c_i = responders naming union item i, n_x = responders of request x
   reward of *any* list equals the sum of its per-responder hits.
 - ``ungrounded_share``: distinct ungrounded mentions / (distinct ungrounded mentions + union items),
   summed over requests.
+
+:func:`split_group_balance` checks the splits a dataset was given by near-duplicate group
+(``data_prep.request_split.group_balance``): one group larger than its split's share makes the
+fractions asked for impossible.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import math
 from typing import Any
 
 import polars as pl
+
+from data_prep.request_split import group_balance, near_duplicate_groups, prompt_texts
 
 #: Histogram bins of responders per request: (upper bound inclusive, label).
 BINS = [(1, "1"), (2, "2"), (3, "3"), (4, "4"), (5, "5"), (10, "6-10"), (20, "11-20"), (50, "21-50")]
@@ -151,3 +157,31 @@ def format_stats(stats: dict[str, Any]) -> str:
         if notes:
             lines.append("notes: " + ", ".join(f"{k} {v}" for k, v in notes.items()))
     return "\n".join(lines)
+
+
+def split_fractions_of(meta: dict[str, Any]) -> tuple[dict[str, float], float] | None:
+    """The fractions and near-duplicate threshold a dataset's splits were hashed with, from its meta:
+    ``remark prep``'s ``split_fractions`` / ``split_near_duplicate_threshold`` (None when a split was
+    given with an input, by time, or without grouping), or the demo's ``question_split`` /
+    ``near_duplicate_threshold``."""
+    demo = meta.get("demo") or {}
+    if demo.get("question_split") and demo.get("near_duplicate_threshold") is not None:
+        names = ("train", "valid", "test")
+        return dict(zip(names, demo["question_split"], strict=True)), float(demo["near_duplicate_threshold"])
+    fractions, threshold = meta.get("split_fractions"), meta.get("split_near_duplicate_threshold")
+    if not fractions or threshold is None or any((i or {}).get("split") for i in meta.get("inputs") or []):
+        return None
+    return dict(fractions), float(threshold)
+
+
+def split_group_balance(requests: pl.DataFrame, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """``group_balance`` of the requests' splits over their near-duplicate groups (recomputed from the
+    prompts at the threshold the dataset was split with), plus ``threshold``; None when the meta names no
+    hashed fractions (:func:`split_fractions_of`) or there is no prompt column."""
+    known = split_fractions_of(meta)
+    if known is None or "prompt" not in requests.columns or requests.is_empty():
+        return None
+    fractions, threshold = known
+    groups = near_duplicate_groups(prompt_texts(requests), threshold=threshold)
+    out = group_balance(groups, requests["split"].to_list(), fractions, requests["request_id"].to_list())
+    return {"threshold": threshold, **out}

@@ -60,9 +60,9 @@ def test_stats_command_json_matches_the_file(tmp_path, inputs, capsys):
     printed = capsys.readouterr().out
     assert "responders per request: min 2" in printed
     # q1's split is given (train), q2's assigned with near-duplicate grouping, recorded and printed
-    assert load_dataset(out).meta["split_near_duplicate_threshold"] == 85.0
-    assert shown["split_near_duplicate_threshold"] == 85.0
-    assert "near-duplicate prompts kept in one split (score >= 85, data_prep.request_split)" in printed
+    assert load_dataset(out).meta["split_near_duplicate_threshold"] == 84.5
+    assert shown["split_near_duplicate_threshold"] == 84.5
+    assert "near-duplicate prompts kept in one split (score >= 84.5, data_prep.request_split)" in printed
 
 
 def test_stats_prints_the_overlap_of_a_respondent_split_and_warns(tmp_path, capsys):
@@ -73,7 +73,7 @@ def test_stats_prints_the_overlap_of_a_respondent_split_and_warns(tmp_path, caps
     printed = capsys.readouterr().out
     assert (
         "Split overlap, test vs train: 4 test requests, 4 train requests; same prompt as a train request: 4; "
-        "same or near-duplicate prompt (score >= 85, data_prep.request_split): 4"
+        "same or near-duplicate prompt (score >= 84.5, data_prep.request_split): 4"
     ) in printed
     assert "warning: 4 of 4 test requests are training requests (same or near-duplicate prompt)" in printed
     assert main(["stats", str(data), "--json"]) == 0
@@ -94,13 +94,44 @@ def test_stats_prints_no_overlap_for_a_request_split(tmp_path, capsys):
         "Split overlap, test vs train: 1 test requests, 3 train requests; same prompt as a train request: 0;"
         in printed
     )
-    assert "near-duplicate prompt (score >= 85, data_prep.request_split): 0" in printed
+    assert "near-duplicate prompt (score >= 84.5, data_prep.request_split): 0" in printed
     assert "warning" not in printed
     assert main(["stats", str(data), "--json"]) == 0
     captured = capsys.readouterr()
     overlap = json.loads(captured.out)["split_overlap"]["test"]
     assert (overlap["exact_prompt"], overlap["near_duplicate_prompt"], overlap["warning"]) == (0, 0, None)
     assert captured.err == ""
+
+
+def test_stats_warns_when_one_near_duplicate_group_overfills_its_split(tmp_path, capsys):
+    """50 requests with one prompt in three Unicode spellings and 10 others: prep puts the group in one
+    split whole (more than any split's share at 0.8 / 0.1 / 0.1); stats says so in its report and on
+    stderr, and in --json."""
+    spellings = ["Films like Amélie?", "Films like Ame\u0301lie?", "Ｆｉｌｍｓ ｌｉｋｅ Ａｍéｌｉｅ?"]
+    others = ["Old classics?", "Space operas", "Heist movies", "Courtroom dramas", "Silent comedies"]
+    others += ["Road trips", "Submarine thrillers", "Chess biopics", "Ghost stories", "Jazz documentaries"]
+    prompts = [spellings[i % 3] for i in range(50)] + others
+    rows = [
+        {"request_id": f"r{i:02d}", "prompt": [{"role": "user", "content": p}], "responder_id": "u1",
+         "title": "Moon", "year": 2009}
+        for i, p in enumerate(prompts)
+    ]  # fmt: skip
+    data = write_jsonl(tmp_path / "many.jsonl", rows)
+    out = tmp_path / "ds"
+    assert prep(data, write_catalog_csv(tmp_path / "cat.csv"), out) == 0
+    splits = load_dataset(out).requests["split"].to_list()
+    assert len(set(splits[:50])) == 1
+    capsys.readouterr()
+    assert main(["stats", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "near-duplicate groups: 11 over 60 requests, the largest 50" in captured.out
+    line = "warning: one near-duplicate group holds 50 of 60 requests (83.3%) (request r00 among them)"
+    assert line in captured.out and captured.err.startswith(line) and captured.err.count("\n") == 1
+    assert main(["stats", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    groups = json.loads(captured.out)["split_groups"]
+    assert (groups["largest_group"], groups["threshold"], groups["oversized_groups"]) == (50, 84.5, 1)
+    assert captured.err.startswith(line)
 
 
 def test_a_failed_run_leaves_the_old_dataset_untouched(tmp_path, inputs, monkeypatch, capsys):

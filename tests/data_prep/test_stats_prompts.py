@@ -7,7 +7,7 @@ import pytest
 
 from data_prep.prompts import build_messages, instruction
 from data_prep.schema import REQUESTS_SCHEMA
-from data_prep.stats import dataset_stats, format_stats
+from data_prep.stats import dataset_stats, format_stats, split_fractions_of, split_group_balance
 
 
 def requests_table() -> pl.DataFrame:
@@ -117,3 +117,26 @@ def test_instruction_rejects_bad_arguments(kwargs, match):
 def test_build_messages_rejects_malformed_messages():
     with pytest.raises(ValueError, match="message 0 needs a role"):
         build_messages([{"role": "robot", "content": "x"}], k=1, domain="movie", with_year=True)
+
+
+def test_split_group_balance_reads_the_fractions_the_dataset_was_split_with():
+    prep = {
+        "split_fractions": {"train": 0.8, "valid": 0.1, "test": 0.1},
+        "split_near_duplicate_threshold": 84.5,
+    }
+    assert split_fractions_of(prep) == ({"train": 0.8, "valid": 0.1, "test": 0.1}, 84.5)
+    assert split_fractions_of({**prep, "inputs": [{"path": "a", "split": "train"}]}) is None  # given splits
+    assert split_fractions_of({**prep, "split_near_duplicate_threshold": None}) is None  # not grouped
+    assert split_fractions_of({"split_fractions": None, "split_by_time": "train=..2022-10"}) is None
+    demo = {"demo": {"question_split": [0.6, 0.2, 0.2], "near_duplicate_threshold": 84.5}}
+    assert split_fractions_of(demo) == ({"train": 0.6, "valid": 0.2, "test": 0.2}, 84.5)
+    # r1..r3 all "x": one group of 3 in train, more than 0.5 x 3
+    got = split_group_balance(
+        requests_table().with_columns(split=pl.lit("train")),
+        {**prep, "split_fractions": {"train": 0.5, "test": 0.5}},
+    )
+    assert (got["threshold"], got["largest_group"], got["oversized_groups"]) == (84.5, 3, 1)
+    assert got["warning"].startswith(
+        "one near-duplicate group holds 3 of 3 requests (100.0%) (request r1 among them)"
+    )
+    assert split_group_balance(requests_table(), {}) is None

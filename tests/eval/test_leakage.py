@@ -1,16 +1,29 @@
-"""eval.leakage: split overlap on hand-built requests and on a respondent split."""
+"""eval.leakage: split overlap on hand-built requests and on a respondent split, Unicode spellings of one
+prompt, and the answer-overlap pairs listed for review (hand-built, brute force, ProtoQA's "spanish word"
+questions)."""
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import unicodedata
 
+import numpy as np
 import polars as pl
 import pytest
 
 from data_prep.holdout import holdout_responders
 from data_prep.schema import REQUESTS_SCHEMA
-from eval.leakage import overlap_against_train, overlap_lines, split_overlap, warn
+from eval.leakage import (
+    ANSWER_JACCARD,
+    ANSWER_MIN_SHARED,
+    answer_pairs,
+    overlap_against_train,
+    overlap_lines,
+    split_overlap,
+    warn,
+)
 
 
 def requests_frame(rows: list[tuple[str, str, str, list[list[str]]]]) -> pl.DataFrame:
@@ -66,11 +79,19 @@ def test_split_overlap_by_hand():
         "n_train_requests": 2,
         "exact_prompt": 1,
         "near_duplicate_prompt": 2,
-        "threshold": 85.0,
+        "threshold": 84.5,
         "target_overlap": pytest.approx(3 / 5),
         "target_overlap_items": pytest.approx(2 / 4),  # s1 {apple, kiwi}: 1; s3 {sunscreen, hat}: 1
         "warning": "2 of 3 test requests are training requests (same or near-duplicate prompt): scores on "
         "them measure memorisation; split by request",
+        "answer_overlap": {
+            "jaccard": 0.5,
+            "min_shared": 3,
+            "n_test_requests": 0,
+            "n_pairs": 0,
+            "pairs": [],
+            "regrouped": False,
+        },
     }
     valid = split_overlap(REQUESTS, test_split="valid")
     assert (valid["near_duplicate_prompt"], valid["target_overlap"], valid["warning"]) == (0, None, None)
@@ -101,7 +122,7 @@ def test_overlap_lines_and_warn():
     lines = overlap_lines(got)
     assert lines[0] == (
         "Split overlap, test vs train: 3 test requests, 2 train requests; same prompt as a train request: 1; "
-        "same or near-duplicate prompt (score >= 85, data_prep.request_split): 2"
+        "same or near-duplicate prompt (score >= 84.5, data_prep.request_split): 2"
     )
     assert (
         lines[1]
@@ -152,3 +173,137 @@ def test_overlap_against_train_of_the_evaluated_rows():
     )
     assert got["warning"].startswith("1 of 1 test requests")
     assert overlap_against_train(REQUESTS.drop("prompt"), "test") is None  # a frame built for scoring alone
+
+
+def test_nfc_nfd_and_fullwidth_spellings_of_a_training_prompt_are_twins():
+    nfc = unicodedata.normalize("NFC", "Name a café in Zürich")
+    nfd = unicodedata.normalize("NFD", nfc)
+    full = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in nfc)
+    frame = requests_frame(
+        [
+            ("t1", "train", nfc, [["a", "b"]]),
+            ("s1", "test", nfd, [["a"]]),
+            ("s2", "test", full, [["b", "c"]]),
+            ("s3", "test", "Old classics?", [["d"]]),
+        ]
+    )
+    got = split_overlap(frame)
+    assert (got["exact_prompt"], got["near_duplicate_prompt"]) == (2, 2)
+    assert got["target_overlap"] == pytest.approx(2 / 3)
+
+
+def _answers_frame(
+    unions: dict[str, tuple[str, list[str]]], same: dict[str, str] | None = None
+) -> pl.DataFrame:
+    """request id -> (split, union): one responder naming the union, a prompt unique to the request
+    (or, for the ids in ``same``, the prompt of the id it names)."""
+    same = same or {}
+    return requests_frame(
+        [(rid, split, _prompt(same.get(rid, rid)), [items]) for rid, (split, items) in unions.items()]
+    )
+
+
+def _prompt(rid: str) -> str:
+    """A prompt of 5 random words seeded by the id: no two are near duplicates."""
+    import random
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    rnd = random.Random(rid)
+    return " ".join("".join(rnd.choices(letters, k=8)) for _ in range(5))
+
+
+def test_answer_overlap_lists_the_pairs_for_review_by_hand():
+    unions = {
+        "t1": ("train", ["hola", "adios", "si", "uno", "gracias"]),
+        "t2": ("train", ["dog", "cat", "pig"]),
+        "t3": ("train", ["a", "b"]),
+        "s1": ("test", ["hola", "adios", "si", "taco"]),  # 3 shared of 6: Jaccard 0.5
+        "s2": ("test", ["dog", "cat", "cow", "horse", "sheep"]),  # 2 shared: too few
+        "s3": ("test", ["a", "b"]),  # Jaccard 1, 2 shared: too few
+        "s4": ("test", ["hola", "adios", "si", "uno", "gracias", "dog", "cat", "pig"]),  # t1 5/8, t2 3/8
+    }
+    frame = _answers_frame(unions)
+    got = split_overlap(frame)["answer_overlap"]
+    assert got == {
+        "jaccard": ANSWER_JACCARD,
+        "min_shared": ANSWER_MIN_SHARED,
+        "n_test_requests": 2,
+        "n_pairs": 2,
+        "pairs": [
+            {
+                "test": "s4",
+                "train": "t1",
+                "jaccard": 0.625,
+                "shared": 5,
+                "test_prompt": _prompt("s4"),
+                "train_prompt": _prompt("t1"),
+            },
+            {
+                "test": "s1",
+                "train": "t1",
+                "jaccard": 0.5,
+                "shared": 3,
+                "test_prompt": _prompt("s1"),
+                "train_prompt": _prompt("t1"),
+            },
+        ],
+        "regrouped": False,
+    }
+    lines = overlap_lines(split_overlap(frame))
+    assert lines[1] == (
+        "  for review, not regrouped: 2 test requests share answers with a train request of another prompt "
+        "(Jaccard of union items >= 0.5, >= 3 shared; 2 pairs), e.g."
+    )
+    assert lines[2] == f"    s4 ~ t1: Jaccard 0.62, 5 shared: {_prompt('s4')!r} / {_prompt('t1')!r}"
+    # a prompt twin is counted as a twin, not listed again
+    twinned = split_overlap(_answers_frame(unions, same={"s1": "t1"}))
+    assert twinned["near_duplicate_prompt"] == 1
+    assert [p["test"] for p in twinned["answer_overlap"]["pairs"]] == ["s4"]
+
+
+def test_answer_overlap_equals_a_brute_force():
+    rng = np.random.default_rng(0)
+    items = [f"i{k}" for k in range(30)]
+    p = 1 / np.arange(1, 31) ** 0.8
+    p /= p.sum()
+    unions = {
+        f"{split[:2]}{n}": (split, sorted(set(rng.choice(items, size=rng.integers(1, 9), p=p).tolist())))
+        for split in ("train", "test")
+        for n in range(60)
+    }
+    frame = _answers_frame(unions)
+    got = answer_pairs(frame.filter(pl.col("split") == "test"), frame.filter(pl.col("split") == "train"))
+    want = []
+    for (t, (_, a)), (c, (_, b)) in itertools.product(
+        [(k, v) for k, v in unions.items() if v[0] == "test"],
+        [(k, v) for k, v in unions.items() if v[0] == "train"],
+    ):
+        shared = len(set(a) & set(b))
+        if shared >= ANSWER_MIN_SHARED and shared / len(set(a) | set(b)) >= ANSWER_JACCARD:
+            want.append((t, c))
+    assert got["n_pairs"] == len(want) > 5
+    assert sorted((x["test"], x["train"]) for x in got["pairs"]) == sorted(want)
+
+
+def test_answer_overlap_flags_protoqa_spanish_word_questions():
+    """No string threshold joins them; their answers do (hola, adios, si, uno)."""
+    from catalog.match import GroundingSettings, Matcher
+    from data_prep.pool import SplitSpec, pool_threads
+    from data_prep.readers import read_protoqa
+    from data_prep.shipped import protoqa_file
+
+    threads = read_protoqa(protoqa_file("scraped"), items="clusters")
+    matcher = Matcher(threads.catalog, GroundingSettings(match_mode="normalized"))
+    pooled = pool_threads(threads, matcher, split=SplitSpec((("train", 1.0),), near_duplicate_threshold=None))
+    spanish = [
+        "name one spanish word everyone knows.",
+        "other than a type of food name a spanish word that most people know.",
+    ]
+    text = pl.col("prompt").list.first().struct.field("content")
+    frame = pooled.filter(text.is_in(spanish)).with_columns(
+        split=pl.when(text == spanish[0]).then(pl.lit("train")).otherwise(pl.lit("test"))
+    )
+    got = split_overlap(frame)
+    assert got["near_duplicate_prompt"] == 0
+    (pair,) = got["answer_overlap"]["pairs"]
+    assert (pair["jaccard"], pair["shared"], pair["test_prompt"]) == (0.5, 4, spanish[1])
