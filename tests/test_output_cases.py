@@ -29,7 +29,8 @@ from catalog.io.outputs import (
 )
 from data_prep.fetch import DATASETS, FETCH_KIND, Remote, fetch
 from remark.cli.main import main
-from remark.run.output_dir import RUN_KIND, check_run_dir, run_card_is_ours, write_run_card
+from remark.run.output_dir import check_run_dir
+from remark.run.run_files import RUN_KIND, run_card_is_ours, write_run_card
 from tests.data_prep.conftest import write_catalog_csv, write_jsonl
 from tests.data_prep.test_pool import ROWS
 from tests.eval.conftest import write_tiny_dataset

@@ -48,6 +48,7 @@ def test_the_moved_names_are_the_same_objects():
         "data_prep/schema",
         "remark/cli/eval",
         "remark/run/output_dir.py",
+        "remark/run/run_files.py",
         "remark/run/build_tiny.py",
         "remark/run/training.py",
     ],

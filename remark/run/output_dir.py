@@ -1,6 +1,6 @@
-"""A run's ``output_dir`` before training starts: a folder a run may not write into refused, a previous run
-found and refused or cleared (``remark train --overwrite``), the checkpoint to resume from (``--resume``),
-and the group size a resumed run continues with.
+"""A run's ``output_dir`` before training starts: a folder a run may not write into refused, the checkpoint
+to resume from (``--resume``), a finished run left alone, and the group size a resumed run continues with.
+(What a run writes and owns there, a previous run refused or cleared: ``remark.run.run_files``.)
 
 A run writes many files into ``output_dir``, so ``output_dir`` may not be another command's output or an
 input (:func:`check_run_dir`, nothing overrides it): not a folder written whole by
@@ -8,24 +8,14 @@ input (:func:`check_run_dir`, nothing overrides it): not a folder written whole 
 prepared dataset or a model folder without that marker, and not one of the run's inputs (``data_dir``, the
 model, ``validation_data_dir``, ``baseline_run``, the config file) nor inside one. Nor may an input lie
 inside what the run writes or replaces in ``output_dir`` (``eval/``, ``final/``, ``best/``, ``sampled/``,
-``checkpoint-N/``, ... :func:`run_writes`): a dataset kept as ``output_dir/eval`` would be written into,
-and removed by ``--overwrite``. Its ``README.md`` (TRL's draft model card, written at each checkpoint) is
-an owned single file of kind :data:`RUN_KIND` (``catalog.io.outputs.atomic_file``): a ``README.md`` the
-run did not write is refused up front and never replaced (:func:`write_run_card`); the run's own cards
-are ``best/README.md`` and ``final/README.md``.
+``checkpoint-N/``, ... ``remark.run.run_files.run_writes``): a dataset kept as ``output_dir/eval`` would be
+written into, and removed by ``--overwrite``. A ``README.md`` the run did not write is refused up front
+(``remark.run.run_files.write_run_card``).
 
-What a run owns in ``output_dir`` is proven by its ledger, never by a name (``remark.step.run_ledger``:
-``.remark-run.json`` claims each name before the run creates it). A new run refuses an ``output_dir``
-that holds a previous run (its logs, eval tables, ``best/``, ``final/``, checkpoints or summary, as the
-ledger claims them), which it would otherwise mix with its own; ``overwrite=True`` removes exactly those
-(of TensorBoard's ``runs/`` only its event-file folders) and nothing else (``assets/`` is kept: it is
-reused when its settings match). A path under a name the run writes that the ledger does not claim (a
-dataset called ``eval/``, a folder of a run made before the ledger) is no previous run: it is named for
-what it is and refused, with or without ``--overwrite``, and never removed. ``resume=True`` takes the
-newest *complete* and sound checkpoint (``remark.step.checkpoint``: marker, sizes, a trial read of its
-JSON files and safetensors headers, content hashes, and no file in a pickle format), printing the
-incomplete or damaged ones it skipped and why; an explicit checkpoint that is incomplete or damaged, a
-checkpoint holding a pickle file, or no checkpoint at all, is an ``InputError``.
+``resume=True`` takes the newest *complete* and sound checkpoint (``remark.step.checkpoint``: marker,
+sizes, a trial read of its JSON files and safetensors headers, content hashes, and no file in a pickle
+format), printing the incomplete or damaged ones it skipped and why; an explicit checkpoint that is
+incomplete or damaged, a checkpoint holding a pickle file, or no checkpoint at all, is an ``InputError``.
 
 Resume means continue (:func:`finished_run`): a run whose ``train_summary.json`` and ``final/`` say it
 reached its ``max_steps`` (the one asked for now, or the one it was planned with when ``max_steps`` is -1)
@@ -38,89 +28,25 @@ for any resume. A ``max_steps`` above the step reached continues, and says from 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from catalog.io.errors import InputError
-from catalog.io.outputs import atomic_file, file_kind, output_kind, owning_output
-from remark.step.checkpoint import (
-    checkpoint_problem,
-    checkpoint_step,
-    find_checkpoints,
-    pickle_problem,
-    select_checkpoint,
+from catalog.io.outputs import output_kind, owning_output
+from remark.run.run_files import (
+    DATASET_FILES,
+    FINAL_KIND,
+    MODEL_FILES,
+    RUN_CARD,
+    describe_kind,
+    run_card_is_ours,
+    run_writes,
 )
-from remark.step.run_ledger import LEDGER, claim, claims
-
-#: what a run writes into ``output_dir`` besides ``checkpoint-N/`` (``overwrite`` removes these, when the
-#: run's ledger claims them).
-RUN_OUTPUTS = (
-    "eval_log.jsonl",
-    "eval",
-    "sampled",
-    "best",
-    "final",
-    "train_summary.json",
-    "stopped.json",
-    "remark_config.json",
-    "runs",
-    "merged_base",
-)
-#: outputs a run writes before its first step: alone they are no previous run (``--overwrite`` still clears them).
-SETUP_OUTPUTS = ("remark_config.json", "runs", "merged_base")
-#: the ``catalog.io.outputs.atomic_dir`` kind of ``merged_base/`` (``eval.adapters.merge_adapter``).
-MERGED_KIND = "merged-model"
-#: the ``catalog.io.outputs.atomic_file`` kind of the single files a run writes in ``output_dir``.
-RUN_KIND = "train"
-#: TRL's draft model card in ``output_dir``.
-RUN_CARD = "README.md"
-#: what a folder holds that makes it a prepared dataset, or a model (any one file of the second group).
-DATASET_FILES = ("meta.json", "requests.parquet")
-MODEL_FILES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "adapter_config.json",
-)
-
-
-def _describe_kind(kind: str) -> str:
-    from data_prep.dataset import DATASET_KIND
-
-    if kind == DATASET_KIND:
-        return "a prepared dataset"
-    if kind in ("sft", "train-best", "train-final", "merged-model", "tiny-model"):
-        return "a model"
-    return "a folder remark writes whole"
-
-
-def run_card_is_ours(output_dir: str | Path) -> bool:
-    """Whether the run may write ``output_dir/README.md``: absent, or recorded as the run's."""
-    card = Path(output_dir) / RUN_CARD
-    if not (card.exists() or card.is_symlink()):
-        return True
-    return file_kind(card) == RUN_KIND
-
-
-def write_run_card(output_dir: str | Path, text: str) -> bool:
-    """Write TRL's draft card ``text`` as ``output_dir/README.md`` (atomically, recorded as the run's);
-    False, writing nothing, when a ``README.md`` the run did not write is there."""
-    if not run_card_is_ours(output_dir):
-        return False
-    with atomic_file(Path(output_dir) / RUN_CARD, RUN_KIND, force=True, field="output_dir") as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return True
-
+from remark.step.checkpoint import checkpoint_problem, pickle_problem, select_checkpoint
 
 #: the settings ``remark.run.training`` passes to :func:`check_run_dir` as ``inputs``, in that order.
 INPUT_FIELDS = ("data_dir", "model_name_or_path", "adapter_base_model", "validation_data_dir", "baseline_run")
-
-
-def run_writes(name: str) -> bool:
-    """Whether a run writes, replaces or (``--overwrite``) removes ``output_dir/<name>``."""
-    return name in RUN_OUTPUTS or name in (RUN_CARD, LEDGER) or checkpoint_step(name) is not None
 
 
 def command_inputs(command: str | None = None) -> dict[str, str]:
@@ -199,7 +125,7 @@ def check_run_dir(
         folder, kind = owner
         where = "is" if folder == Path(os.path.abspath(root)) else f"lies inside {folder},"
         raise InputError(
-            f"output_dir {where} the output of {kind!r} ({_describe_kind(kind)}); a run's files would change it",
+            f"output_dir {where} the output of {kind!r} ({describe_kind(kind)}); a run's files would change it",
             path=output_dir,
             field="output_dir",
             hint="set output_dir to a folder of its own, e.g. runs/NAME; --overwrite does not override this",
@@ -229,136 +155,11 @@ def check_run_dir(
         )
 
 
-#: the ``catalog.io.outputs.atomic_dir`` kind of ``final/`` (``best/`` is ``"train-best"``, remark.run.callbacks).
-FINAL_KIND = "train-final"
-
-
 def _valid_group_sizes(cfg: Any, limit: int = 64) -> list[int]:
     """G in 2..limit for which the same requests per step fill whole per-device batches (see resume)."""
     requests = cfg.generation_batch_size // cfg.num_generations
     per_step = cfg.world_size * cfg.steps_per_generation
     return [g for g in range(2, limit + 1) if (requests * g) % per_step == 0]
-
-
-def tensorboard_logs(runs: Path) -> list[Path]:
-    """The entries of ``runs/`` that are TensorBoard logs (transformers' ``runs/<time>_<host>/`` folders, or
-    event files): every file in them is an ``events.out.tfevents.*`` file. Anything else there is not ours."""
-    if not runs.is_dir() or runs.is_symlink():
-        return []
-    found = []
-    for entry in sorted(runs.iterdir()):
-        if entry.is_symlink():
-            continue
-        files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if not p.is_dir()]
-        if files and all(p.name.startswith("events.out.tfevents.") and not p.is_symlink() for p in files):
-            found.append(entry)
-    return found
-
-
-def run_paths(output_dir: str | Path) -> list[Path]:
-    """What is in ``output_dir`` under a name a run writes (:data:`RUN_OUTPUTS`, then ``checkpoint-N/``),
-    whoever wrote it."""
-    root = Path(output_dir)
-    found = [root / n for n in RUN_OUTPUTS if (root / n).exists() or (root / n).is_symlink()]
-    return found + find_checkpoints(root)
-
-
-def previous_run(output_dir: str | Path) -> list[Path]:
-    """What an earlier run left in ``output_dir``: the paths of :func:`run_paths` its ledger claims
-    (``runs/`` when it holds TensorBoard logs)."""
-    owned = claims(output_dir)
-    return [
-        p
-        for p in run_paths(output_dir)
-        if p.name in owned and not (p.name == "runs" and not tensorboard_logs(p))
-    ]
-
-
-def foreign_paths(output_dir: str | Path) -> list[Path]:
-    """The paths of :func:`run_paths` no run's ledger in ``output_dir`` claims, but ``runs/`` (TensorBoard
-    only adds a folder of its own there)."""
-    owned = claims(output_dir)
-    return [p for p in run_paths(output_dir) if p.name not in owned and p.name != "runs"]
-
-
-def describe_path(path: Path) -> str:
-    """What ``path`` is, in words, for a refusal: ``eval/ (a prepared dataset)``."""
-    shown = path.name + ("/" if path.is_dir() else "")
-    owner = owning_output(path) if path.is_dir() else None
-    if owner is not None and owner[0] == Path(os.path.abspath(path)):
-        return f"{shown} ({_describe_kind(owner[1])})"
-    if path.is_dir() and all((path / n).is_file() for n in DATASET_FILES):
-        return f"{shown} (a prepared dataset)"
-    if path.is_dir() and (path / "config.json").is_file() and any((path / n).is_file() for n in MODEL_FILES):
-        return f"{shown} (a model folder)"
-    return shown
-
-
-def _remove_run_output(path: Path) -> None:
-    """Remove one of :func:`previous_run`'s paths; of ``runs/`` only the TensorBoard logs (then the folder,
-    when that leaves it empty)."""
-    if path.name == "runs" and path.is_dir() and not path.is_symlink():
-        for entry in tensorboard_logs(path):
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-        if not any(path.iterdir()):
-            path.rmdir()
-    elif path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-
-
-def prepare_output_dir(output_dir: str | Path, *, resume: bool, overwrite: bool) -> list[Path]:
-    """Refuse (``InputError``) or clear a used ``output_dir`` before anything loads, then claim in the run's
-    ledger the names the run is about to write; returns what was removed.
-
-    What a run writes before its first step (:data:`SETUP_OUTPUTS`: the config, TensorBoard's ``runs/``,
-    a ``merged_base/``) is not a run: a run that crashed before its first step may be started again. A
-    path under a name the run writes that no ledger claims is refused (new runs; a resume writes beside
-    it), and is never removed.
-    """
-    if resume and overwrite:
-        raise InputError("--resume and --overwrite contradict each other", field="--overwrite")
-    root = Path(output_dir)
-    main = int(os.environ.get("RANK", "0")) == 0  # one process writes; torchrun's others find it done
-    absent = [n for n in RUN_OUTPUTS if not ((root / n).exists() or (root / n).is_symlink())]
-    if resume:
-        if main:
-            claim(root, absent)
-        return []
-    foreign = foreign_paths(root)
-    if foreign:
-        names = ", ".join(describe_path(p) for p in foreign[:6]) + (", ..." if len(foreign) > 6 else "")
-        them = "it" if len(foreign) == 1 else "them"
-        raise InputError(
-            f"output_dir holds {names} under names a run writes, and no run's ledger here ({LEDGER}) claims "
-            f"{them}: remark has no record of writing {them}, and the run would write into or replace {them}",
-            path=output_dir,
-            field="output_dir",
-            hint=f"move {them} out of output_dir or remove {them} yourself, or set another output_dir; "
-            "--overwrite removes only what a run's ledger claims",
-        )
-    found = previous_run(root)
-    prior = [p for p in found if p.name not in SETUP_OUTPUTS]
-    if prior and not overwrite:
-        names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in found[:8])
-        raise InputError(
-            f"output_dir holds a previous run ({names}{', ...' if len(found) > 8 else ''}); a new run "
-            "would mix its logs, eval tables and best/ with that run's",
-            path=output_dir,
-            field="output_dir",
-            hint="continue it with --resume, clear those files with --overwrite, or set another output_dir",
-        )
-    removed = found if overwrite and prior else []
-    if main:
-        for path in removed:
-            _remove_run_output(path)
-        claim(
-            root,
-            [n for n in RUN_OUTPUTS if not ((root / n).exists() or (root / n).is_symlink())],
-            new_run=True,
-        )
-    return removed
 
 
 def resume_checkpoint(output_dir: str | Path, resume: str | bool | None) -> Path | None:

@@ -17,9 +17,10 @@ printed, ``remark_config.json`` holds the settings used, ``train_summary.json["g
 what the dataset says and what was overridden.
 
 An ``output_dir`` that is another command's output (a dataset, a model) or an input, or that holds a
-``README.md`` the run did not write, is refused; a used one is refused or cleared (``overwrite``); and
-``resume`` picks the newest complete checkpoint: all before anything loads (``remark.run.output_dir``). ``best/`` and
-``final/`` are written whole, model card included, and swapped in (``catalog.io.outputs.atomic_dir``).
+``README.md`` the run did not write, is refused; a used one is refused or cleared (``overwrite``,
+``remark.run.run_files``); and ``resume`` picks the newest complete checkpoint: all before anything loads
+(``remark.run.output_dir``). ``best/`` and ``final/`` are written whole, model card included, and swapped
+in (``catalog.io.outputs.atomic_dir``).
 ``build_tiny`` first builds a synthetic dataset and an SFT-warmed tiny model under
 ``output_dir/assets`` (``remark.run.build_tiny``).
 
@@ -45,16 +46,14 @@ from remark.config.effects import colocated_vllm
 from remark.run.build_tiny import build_tiny_assets
 from remark.run.cards import set_card_total, write_folder_card
 from remark.run.output_dir import (
-    FINAL_KIND,
     _valid_group_sizes,
     check_run_dir,
     finished_run,
-    prepare_output_dir,
     resume_checkpoint,
     resume_group_size,
     resume_message,
-    write_run_card,
 )
+from remark.run.run_files import FINAL_KIND, prepare_output_dir, write_run_card
 
 __all__ = ["FINAL_KIND", "policy_model", "run_training", "validation_engine"]
 

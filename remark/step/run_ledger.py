@@ -6,7 +6,7 @@ beside whatever else the user keeps there, and a folder of the user's may carry 
 --overwrite``, checkpoint rotation) is proven by the ledger, never by a name: before it writes anything, a
 run claims in the ledger each name it is about to create (one that did not exist then), and the trainer
 claims ``checkpoint-N`` just before it saves into it. A path the ledger does not claim is not the run's: it
-is never deleted, and a new run that would write there is refused (``remark.run.output_dir``).
+is never deleted, and a new run that would write there is refused (``remark.run.run_files``).
 
 The file: ``{"format": 1, "run_id": hex, "claims": [name, ...]}``, replaced atomically; ``run_id`` is new
 for each new run in the folder and kept by a resume. A missing or unreadable ledger claims nothing, so

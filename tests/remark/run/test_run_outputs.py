@@ -14,7 +14,7 @@ from catalog.io.errors import InputError
 from catalog.io.outputs import atomic_dir
 from remark.cli.main import main
 from remark.run.callbacks import ValidationCallback
-from remark.run.output_dir import prepare_output_dir, previous_run
+from remark.run.run_files import prepare_output_dir, previous_run
 from remark.run.training import run_training
 from remark.step.run_ledger import LEDGER, claim
 from tests.remark.run.test_training_run import config

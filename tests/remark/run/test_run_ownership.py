@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from remark.cli.main import main
-from remark.run.output_dir import foreign_paths, prepare_output_dir, previous_run
+from remark.run.run_files import foreign_paths, prepare_output_dir, previous_run
 from remark.step.checkpoint import rotate_checkpoints, write_complete_marker
 from remark.step.run_ledger import LEDGER, claim, claims
 from tests.remark.run.run_fields import tiny_run_fields

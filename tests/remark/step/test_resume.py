@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from remark.cli.main import main
-from remark.run.output_dir import prepare_output_dir
+from remark.run.run_files import prepare_output_dir
 from remark.step.checkpoint import COMPLETE_MARKER, checkpoint_problem, file_sha256
 from remark.step.run_ledger import claim
 from tests.killable import run_and_kill
