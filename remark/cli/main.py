@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import shlex
@@ -97,9 +98,20 @@ def _command(args: argparse.Namespace) -> str:
     return " ".join(words)
 
 
+#: What to do, by the errno of an ``OSError`` that names a file (the rest say what the system said).
+OS_ERROR_HINTS = {
+    errno.EROFS: "the file system is read-only: write the outputs to a folder on a writable disk",
+    errno.ENOSPC: "the disk is full: free space or write to another disk; a finished stage's work stays "
+    "where the lines above say",
+    errno.EDQUOT: "the disk quota is used up: free space or write to another disk",
+    errno.EACCES: "permission denied: write to a folder you own, or fix the permissions",
+}
+
+
 def _os_error_message(err: OSError) -> str:
     where = ", ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
-    return f"{where}: {err.strerror or type(err).__name__}"
+    hint = OS_ERROR_HINTS.get(err.errno)
+    return f"{where}: {err.strerror or type(err).__name__}" + (f" ({hint})" if hint else "")
 
 
 def main(argv: list[str] | None = None) -> int:
