@@ -16,7 +16,9 @@ Definitions (c_i = responders naming union item i, n_x = responders of request x
 
 :func:`split_group_balance` checks the splits a dataset was given by near-duplicate group
 (``data_prep.request_split.group_balance``): one group larger than its split's share makes the
-fractions asked for impossible.
+fractions asked for impossible. :func:`outlier_block` lists the requests whose responder count is an
+outlier in their split (``data_prep.outliers``, the rule in its docstring) with their share of the split's
+per-responder weight.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 
 import polars as pl
 
+from data_prep.outliers import RULE, outlier_requests
 from data_prep.request_split import group_balance, near_duplicate_groups, prompt_texts
 
 #: Histogram bins of responders per request: (upper bound inclusive, label).
@@ -185,3 +188,36 @@ def split_group_balance(requests: pl.DataFrame, meta: dict[str, Any]) -> dict[st
     groups = near_duplicate_groups(prompt_texts(requests), threshold=threshold)
     out = group_balance(groups, requests["split"].to_list(), fractions, requests["request_id"].to_list())
     return {"threshold": threshold, **out}
+
+
+def outlier_block(requests: pl.DataFrame) -> dict[str, Any]:
+    """``{"rule": RULE, "requests": [...]}``: one dict per request ``outlier_requests`` flags (``request_id``,
+    ``split``, ``n_responders``, ``weight_share`` rounded to 1e-6, ``rules``: the rules that fired,
+    ``reason``)."""
+    flagged = outlier_requests(requests)
+    rows = [
+        {
+            "request_id": r["request_id"],
+            "split": r["split"],
+            "n_responders": r["n_responders"],
+            "weight_share": _round(r["weight_share"]),
+            "rules": [name for name in ("equal_counts", "responders") if r[name]],
+            "reason": r["reason"],
+        }
+        for r in flagged.iter_rows(named=True)
+    ]
+    return {"rule": RULE, "requests": rows}
+
+
+def outlier_lines(block: dict[str, Any]) -> list[str]:
+    """:func:`outlier_block` in words: a count and the rule, then one line per flagged request."""
+    rows = block["requests"]
+    if not rows:
+        return [f"responder-count outliers: none (rule: {block['rule']})"]
+    lines = [f"responder-count outliers: {len(rows)} (rule: {block['rule']})"]
+    for r in rows:
+        lines.append(
+            f"  {r['request_id']} ({r['split'] or 'no split'}): {r['n_responders']} responders, "
+            f"{r['weight_share']:.1%} of the split's per-responder weight; {r['reason']}"
+        )
+    return lines

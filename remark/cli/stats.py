@@ -2,7 +2,9 @@
 overlap of each split with the training split (``eval.leakage.split_overlap``: test requests that are
 training requests by their prompts, with a warning when there is any, and requests whose answers overlap
 a training request's, listed for review), and whether one near-duplicate group overfills its split
-(``data_prep.stats.split_group_balance``; a warning line on stdout and stderr)."""
+(``data_prep.stats.split_group_balance``; a warning line on stdout and stderr), and the requests whose
+responder count is an outlier in their split (``data_prep.outliers``: id, split, reason, share of the split's
+per-responder weight; ``outliers`` in ``--json``)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ def add_parser(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from data_prep.dataset import load_dataset, read_stats
     from data_prep.schema import SPLITS
-    from data_prep.stats import dataset_stats, format_stats, split_group_balance
+    from data_prep.stats import dataset_stats, format_stats, outlier_block, outlier_lines, split_group_balance
     from eval.leakage import overlap_against_train, overlap_lines, warn
 
     ds = load_dataset(args.dir)
@@ -37,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     others = [s for s in SPLITS if s in present] + sorted(present - set(SPLITS))
     overlaps = {s: overlap_against_train(ds.requests, s) for s in others if s != "train"}
     stats["split_overlap"] = {s: o for s, o in overlaps.items() if o is not None}
+    stats["outliers"] = outlier_block(ds.requests)
     balance = split_group_balance(ds.requests, ds.meta)
     if balance is not None:
         stats["split_groups"] = balance
@@ -50,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         f"{args.dir}: source {ds.meta['source']}, domain {ds.meta['domain']}, {len(ds.catalog)} catalog items"
     )
     print(format_stats(stats))
+    print("\n".join(outlier_lines(stats["outliers"])))
     if "split_near_duplicate_threshold" in stats:
         t = stats["split_near_duplicate_threshold"]
         kept = "not grouped" if t is None else f"kept in one split (score >= {t:g}, data_prep.request_split)"

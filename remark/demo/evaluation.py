@@ -6,6 +6,8 @@
 - paired differences on the same test requests per RL seed (``eval.bootstrap.compare``), and across
   seeds (``eval.seeds``): the per-seed values' spread and t-interval (training variance) beside
   the request bootstrap of the seed average (request variance);
+- the headline cell (``remark_vs_rank_grpo``, per-responder view) again without the test requests whose
+  responder count is an outlier (``data_prep.outliers``): ``without_outliers``;
 - steps-to-reach per seed (``eval.steps.steps_to_reach``) and on the seed-averaged validation curves
   (``eval.seeds.pooled_steps_to_reach``), and the curves themselves for the plot.
 """
@@ -13,7 +15,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,10 +158,18 @@ def per_seed_pairs(eval_dir: Path, s: DemoSettings) -> dict[str, dict[str, Any]]
     return out
 
 
-def across_seeds(eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+#: The pair whose per-responder cell is also computed without the flagged requests (``without_outliers``).
+OUTLIER_PAIR = "remark_vs_rank_grpo"
+
+
+def across_seeds(
+    eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any]], flagged: Sequence[str] = ()
+) -> dict[str, Any]:
     """Per model and per pair, recall@K in every view and lists: the per-seed spread (``seed_spread_S``)
     and the seed average with its bootstrap interval over requests (``pooled_interval`` /
-    ``pooled_difference``)."""
+    ``pooled_difference``). ``flagged``: test request ids whose responder count is an outlier
+    (``data_prep.outliers.outlier_requests`` of the test split); the per-responder cell of
+    :data:`OUTLIER_PAIR` gets ``without_outliers`` (:func:`_without_outliers`)."""
     import polars as pl
 
     from eval.bootstrap import BootstrapConfig
@@ -200,6 +210,8 @@ def across_seeds(eval_dir: Path, s: DemoSettings, pairs: dict[str, dict[str, Any
                 }
                 if view == "per_responder":  # the headline view: every figure the verdict rests on
                     cell["verdict"] = _verdict(fa, fb, _key(s, view), ci, per_seed, cell["requests"], pair)
+                    if pair == OUTLIER_PAIR:
+                        cell["without_outliers"] = _without_outliers(fa, fb, _key(s, view), ci, pair, flagged)
                 diffs[pair][lists][view] = cell
     return {"metric": metric, "models": models, "paired": diffs}
 
@@ -215,6 +227,36 @@ def _verdict(
     d_SR, w_R = request_differences(fa, fb, key)
     names = tuple(_LABEL[m] for m in PAIRS[pair])
     return verdict(d_SR, w_R, per_seed, config=ci, names=names, requests=requests)
+
+
+def _without_outliers(fa, fb, key: str, ci, pair: str, flagged: Sequence[str]) -> dict[str, Any] | None:
+    """The headline cell on the S paired tables less the ``flagged`` requests: ``requests``
+    (``eval.seeds.pooled_difference``), ``seeds`` (``seed_spread_S`` of the per-seed differences
+    sum_r w_r vA_sr / sum_r w_r - sum_r w_r vB_sr / sum_r w_r over the kept requests), ``verdict``
+    (:func:`_verdict`), ``n_removed``, ``removed`` (the flagged ids the tables hold, sorted) and ``rule``
+    (``data_prep.outliers.RULE``). None when no flagged id is in the tables, or none is left."""
+    import polars as pl
+
+    from data_prep.outliers import RULE
+    from eval.seeds import pooled_difference, seed_spread_S
+    from eval.views import weighted_means
+
+    removed = sorted(set(flagged) & set(fa[0]["request_id"].to_list()))
+    if not removed or len(removed) == fa[0].height:
+        return None
+    ka, kb = ([f.filter(~pl.col("request_id").is_in(removed)) for f in side] for side in (fa, fb))
+    per_seed = [
+        weighted_means(a, [key])[key] - weighted_means(b, [key])[key] for a, b in zip(ka, kb, strict=True)
+    ]
+    requests = pooled_difference(ka, kb, key, ci)
+    return {
+        "n_removed": len(removed),
+        "removed": removed,
+        "rule": RULE,
+        "seeds": seed_spread_S(per_seed),
+        "requests": requests,
+        "verdict": _verdict(ka, kb, key, ci, per_seed, requests, pair),
+    }
 
 
 #: Method labels for verdict sentences.

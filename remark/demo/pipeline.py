@@ -477,6 +477,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
                 for model, r in jobs_done[j.name]["result"].items()
             }
             pairs = per_seed_pairs(folder, s)
+            flagged = _flagged_test_requests(root / test_dir)
             tests[name] = {
                 "data_dir": str(test_dir),
                 "models": {
@@ -484,7 +485,7 @@ def _run_stages(s: DemoSettings, root: Path, console: Any, progress_disable: boo
                     for model, r in results.items()
                 },
                 "paired": pairs,
-                "across_seeds": across_seeds(folder, s, pairs),
+                "across_seeds": across_seeds(folder, s, pairs, flagged),
             }
         validation = validation_results(s, root, chosen)
         plots = {}
@@ -707,6 +708,18 @@ def _n_params(model_dir: Path) -> int:
             for name in f.keys():  # noqa: SIM118 (safe_open is not a dict)
                 total += int(np.prod(f.get_slice(name).get_shape()))
     return total
+
+
+def _flagged_test_requests(data_dir: Path) -> list[str]:
+    """The test requests whose responder count is an outlier in the test split
+    (``data_prep.outliers.outlier_requests``), by id."""
+    import polars as pl
+
+    from data_prep.dataset import load_dataset
+    from data_prep.outliers import outlier_requests
+
+    requests = load_dataset(data_dir).requests.filter(pl.col("split") == "test")
+    return outlier_requests(requests)["request_id"].to_list()
 
 
 def _data_description(s: DemoSettings, ds) -> tuple[str, str]:

@@ -145,6 +145,7 @@ def _headline(summary: dict[str, Any]) -> list[str]:
     seeds = summary["across_seeds"]["paired"]["remark_vs_rank_grpo"]
     n_req = summary["test"]["sft"]["greedy"]["n_requests"]
     lines = ["## Result on the test split", ""]
+    first = next((lists for lists in ("sampled", "greedy") if lists in seeds), None)
     for lists in ("sampled", "greedy"):
         if lists in seeds:
             primary = " (primary: chosen before running)" if lists == "sampled" else ""
@@ -153,6 +154,8 @@ def _headline(summary: dict[str, Any]) -> list[str]:
                 + _points_line(seeds[lists]["per_responder"], "ReMaRk", "Rank-GRPO", lists, k, n_req),
                 "",
             ]
+            if lists == first:
+                lines += _without_outliers_lines(seeds[lists]["per_responder"], lists)
     lists = next(iter(summary["validation"]))
     v = summary["validation"][lists]
     start = _num(v["curves"]["remark"]["pooled"]["mean"][0])
@@ -170,6 +173,21 @@ def _headline(summary: dict[str, Any]) -> list[str]:
             + f" Per seed: {per_seed}.",
         ]
     return [*lines, ""]
+
+
+def _without_outliers_lines(diff: dict[str, Any], lists: str) -> list[str]:
+    """The headline difference without the flagged test requests (``without_outliers`` of the cell,
+    ``remark.demo.evaluation``): one line, or none when the cell has no such key or it is None."""
+    w = diff.get("without_outliers")
+    if not w:
+        return []
+    ids, n, rule = ", ".join(w["removed"]), w["n_removed"], w.get("rule", "data_prep.outliers")
+    return [
+        f"- Without the {n} flagged test request{'s' if n != 1 else ''} ({ids}; rule: {rule}), "
+        f"{lists} lists: ReMaRk - Rank-GRPO {_cell(w['requests'], 100, 2, True)} points; "
+        f"{verdict(w, 'ReMaRk', 'Rank-GRPO')}.",
+        "",
+    ]
 
 
 def _fraction_text(reach: dict[str, Any]) -> str:

@@ -256,3 +256,44 @@ def test_fetch_sha256_matches_the_shared_copy():
         local = root / "protoqa" / remote.dest
         if remote.sha256 is not None and local.is_file():
             assert hashlib.sha256(local.read_bytes()).hexdigest() == remote.sha256, remote.dest
+
+
+def test_stats_lists_the_requests_whose_responder_count_is_an_outlier(tmp_path, capsys):
+    """Ten test requests of 2 responders and one of 40: median 2, MAD 0 floored at 1, threshold 12; the
+    40-responder request is flagged with 40 / 60 of the split's per-responder weight (data_prep.outliers)."""
+    films = ["Moon", "Arrival", "Primer", "Solaris", "The Matrix"]
+    rows = [
+        {"request_id": f"r{i}", "prompt": f"Request number {i} about {films[i % 5]}", "responder_id": f"u{j}",
+         "title": films[(i + j) % 5], "split": "test"}
+        for i in range(10)
+        for j in range(2)
+    ] + [
+        {"request_id": "big", "prompt": "One thread everyone answered", "responder_id": f"u{j}", "title": "Moon",
+         "split": "test"}
+        for j in range(40)
+    ]  # fmt: skip
+    out = tmp_path / "ds"
+    assert prep(write_jsonl(tmp_path / "t.jsonl", rows), write_catalog_csv(tmp_path / "cat.csv"), out) == 0
+    capsys.readouterr()
+    assert main(["stats", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "responder-count outliers: 1 (rule: >= 5 answers with one equal mention count" in printed
+    assert (
+        "  big (test): 40 responders, 66.7% of the split's per-responder weight; responders: 40 > median 2.0 "
+        "+ 10 x MAD 0.0 (floored at 1) = 12.0"
+    ) in printed
+    assert main(["stats", str(out), "--json"]) == 0
+    block = json.loads(capsys.readouterr().out)["outliers"]
+    assert "10 MAD" in block["rule"]
+    assert block["requests"] == [
+        {"request_id": "big", "split": "test", "n_responders": 40, "weight_share": 0.666667,
+         "rules": ["responders"], "reason": "responders: 40 > median 2.0 + 10 x MAD 0.0 (floored at 1) = 12.0"}
+    ]  # fmt: skip
+    # without the big thread nothing is flagged, and the report says so
+    small = tmp_path / "small"
+    assert (
+        prep(write_jsonl(tmp_path / "s.jsonl", rows[:20]), write_catalog_csv(tmp_path / "c2.csv"), small) == 0
+    )
+    capsys.readouterr()
+    assert main(["stats", str(small)]) == 0
+    assert "responder-count outliers: none (rule: " in capsys.readouterr().out

@@ -125,3 +125,94 @@ def test_the_demo_across_seed_cells_are_what_eval_compare_prints(tmp_path, capsy
                 assert got["seeds"] == cell["seeds"], (pair, lists, view)
                 assert got["requests"] == pytest.approx(cell["requests"], rel=1e-12, abs=1e-15)
                 assert got["requests"]["ci_low"] < got["requests"]["mean"] < got["requests"]["ci_high"]
+    # no flagged requests: the headline cell says so, and only the headline pair has the key
+    for lists in ("sampled", "greedy"):
+        assert across["remark_vs_rank_grpo"][lists]["per_responder"]["without_outliers"] is None
+        assert "without_outliers" not in across["remark_vs_sft"][lists]["per_responder"]
+        assert "without_outliers" not in across["remark_vs_rank_grpo"][lists]["union"]
+    _check_without_outliers(tmp_path, s, pairs, across)
+
+
+def _check_without_outliers(tmp_path, s, pairs, across):
+    """Flagged q03 and q17 (and an id no table holds): ``without_outliers`` is ``eval.seeds``'
+    ``pooled_difference`` and ``eval.verdicts.verdict`` on the tables less those two requests; every
+    other figure is unchanged."""
+    from eval.bootstrap import BootstrapConfig
+    from eval.seeds import pooled_difference
+    from eval.verdicts import request_differences
+    from eval.verdicts import verdict as eval_verdict
+    from eval.views import weighted_means
+
+    flagged = across_seeds(tmp_path, s, pairs, flagged=["q17", "q03", "absent"])["paired"]
+    ci = BootstrapConfig(n_resamples=s.ci_resamples, seed=s.seed)
+    key = f"eval/recall@{s.k}/per_responder"
+    kept = ~pl.col("request_id").is_in(["q03", "q17"])
+    for lists, table in (("sampled", "per_request_sampled.parquet"), ("greedy", "per_request.parquet")):
+        cell = flagged["remark_vs_rank_grpo"][lists]["per_responder"]
+        w = cell.pop("without_outliers")
+        before = across["remark_vs_rank_grpo"][lists]["per_responder"]
+        assert cell == {k: v for k, v in before.items() if k != "without_outliers"}
+        assert (w["n_removed"], w["removed"]) == (2, ["q03", "q17"]) and "10 MAD" in w["rule"]
+        fa = [pl.read_parquet(tmp_path / f"remark-seed{x}" / table).filter(kept) for x in s.rl_seeds]
+        fb = [pl.read_parquet(tmp_path / f"rank_grpo-seed{x}" / table).filter(kept) for x in s.rl_seeds]
+        assert all(f.height == 28 for f in fa + fb)
+        assert w["requests"] == pooled_difference(fa, fb, key, ci)
+        assert w["requests"] != cell["requests"]
+        per_seed = [weighted_means(a, [key])[key] - weighted_means(b, [key])[key] for a, b in zip(fa, fb)]
+        assert w["seeds"]["values"] == pytest.approx(per_seed, rel=1e-12)
+        d_SR, w_R = request_differences(fa, fb, key)
+        expected = eval_verdict(
+            d_SR, w_R, per_seed, config=ci, names=("ReMaRk", "Rank-GRPO"), requests=w["requests"]
+        )
+        assert w["verdict"] == expected
+    assert flagged["remark_vs_sft"] == across["remark_vs_sft"]
+
+
+def _report_summary(without):
+    """The smallest summary ``report._headline`` reads, the headline cell with ``without_outliers`` set to
+    ``without`` (the key left out when it is ``...``)."""
+    seeds = {"n": 3, "values": [0.01, 0.02, 0.03], "sd": 0.01, "ci_low": 0.005, "ci_high": 0.035}
+    diff = {
+        "seeds": seeds,
+        "requests": {"mean": 0.02, "ci_low": 0.01, "ci_high": 0.03},
+        "verdict": _figures(1),
+    }
+    if without is not ...:
+        diff["without_outliers"] = without
+    return {
+        "settings": {"k": 10},
+        "across_seeds": {"paired": {"remark_vs_rank_grpo": {"sampled": {"per_responder": diff}}}},
+        "test": {"sft": {"greedy": {"n_requests": 123}}},
+        "validation": {
+            "sampled": {
+                "curves": {"remark": {"pooled": {"mean": [0.1]}}},
+                "pooled": {"remark_reaches_rank_grpo": {}},
+                "per_seed": {},
+            }
+        },
+    }
+
+
+def test_the_report_gives_the_headline_without_the_flagged_requests():
+    from remark.demo.report import _headline
+
+    without = {
+        "n_removed": 2,
+        "removed": ["dev-scraped_q3473", "dev-scraped_q4013"],
+        "rule": "the rule",
+        "seeds": {"n": 3, "values": [0.0, 0.01, 0.02], "sd": 0.01, "ci_low": -0.01, "ci_high": 0.03},
+        "requests": {"mean": 0.01, "ci_low": -0.005, "ci_high": 0.025},
+        "verdict": _figures(0),
+    }
+    lines = _headline(_report_summary(without))
+    at = next(i for i, line in enumerate(lines) if line.startswith("- Sampled lists"))
+    assert lines[at + 2] == (
+        "- Without the 2 flagged test requests (dev-scraped_q3473, dev-scraped_q4013; rule: the rule), sampled "
+        "lists: ReMaRk - Rank-GRPO +1.00 [-0.50, +2.50] points; "
+        + verdict(without, "ReMaRk", "Rank-GRPO")
+        + "."
+    )
+    assert "**not resolved**" in lines[at + 2]
+    for absent in (None, ...):
+        text = "\n".join(_headline(_report_summary(absent)))
+        assert "- Sampled lists" in text and "Without the" not in text
