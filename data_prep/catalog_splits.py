@@ -20,6 +20,20 @@ import polars as pl
 from catalog.table import Catalog
 
 
+def item_mentions(rows: pl.DataFrame) -> pl.DataFrame:
+    """``m(i) = sum over rows of counts[i]``: each item's mentions by the rows' responders, one row per item
+    named (``item_id``, ``n``; the ``counts`` dtype), unordered. ``rows``: pooled rows (``union``,
+    ``counts``); null items skipped. The training popularity of the catalog cut, the popularity baselines
+    and the collapse metrics."""
+    return (
+        rows.select(pl.col("union").alias("item_id"), pl.col("counts").alias("n"))
+        .explode("item_id", "n")
+        .drop_nulls("item_id")
+        .group_by("item_id")
+        .agg(pl.col("n").sum())
+    )
+
+
 def catalog_of_splits(catalog: Catalog, requests: pl.DataFrame, splits: Sequence[str]) -> Catalog:
     """``catalog`` cut to the items named by the requests of ``splits`` (pooled rows with ``split``,
     ``union``, ``counts``, ``seen``), catalog order kept, ``popularity`` = their mentions there.
@@ -29,13 +43,7 @@ def catalog_of_splits(catalog: Catalog, requests: pl.DataFrame, splits: Sequence
     if chosen.height == 0:
         found = sorted(requests["split"].drop_nulls().unique().to_list())
         raise ValueError(f"no request in split(s) {list(splits)}; the splits are {found}")
-    mentions = (
-        chosen.select(pl.col("union").alias("item_id"), pl.col("counts").alias("_n"))
-        .explode("item_id", "_n")
-        .drop_nulls("item_id")
-        .group_by("item_id")
-        .agg(pl.col("_n").cast(pl.Float64).sum())
-    )
+    mentions = item_mentions(chosen).select("item_id", pl.col("n").cast(pl.Float64).alias("_n"))
     seen = chosen.select(pl.col("seen").explode().alias("item_id")).drop_nulls().unique()
     named = pl.concat([mentions, seen.with_columns(pl.lit(0.0).alias("_n"))])
     named = named.group_by("item_id").agg(pl.col("_n").sum())

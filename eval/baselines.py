@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from data_prep.catalog_splits import item_mentions
 from data_prep.request_split import CHUNK_CELLS, prompt_texts, similarity_scores, similarity_texts, twin_pairs
 from eval.bootstrap import DEFAULT_CI, BootstrapConfig, intervals
 from eval.retrieval import RetrievalChoice, retrieval_lists
@@ -111,15 +112,7 @@ def train_popularity_lists(train: pl.DataFrame, requests: pl.DataFrame, k: int) 
     """Per request, the K items named most by the responders of ``train`` (pooled rows: ``union``,
     ``counts``), not in its ``seen``: mentions ``m(i) = sum over training rows of counts[i]``, ranked by
     ``m`` descending, ties by ``item_id``. Shapes: ``train`` T rows, ``requests`` R rows -> R lists."""
-    ranked = (
-        train.select(pl.col("union").alias("item_id"), pl.col("counts").alias("n"))
-        .explode("item_id", "n")
-        .drop_nulls("item_id")
-        .group_by("item_id")
-        .agg(pl.col("n").sum())
-        .sort(["n", "item_id"], descending=[True, False])["item_id"]
-        .to_list()
-    )
+    ranked = item_mentions(train).sort(["n", "item_id"], descending=[True, False])["item_id"].to_list()
     return [_top_unseen(ranked, set(seen), k) for seen in requests["seen"].to_list()]
 
 

@@ -39,6 +39,7 @@ from typing import Any, TextIO
 import numpy as np
 import polars as pl
 
+from data_prep.catalog_splits import item_mentions
 from eval.metrics import eligibility, pad_lists, pair_keys
 
 #: the collapse rule's thresholds (:func:`collapse_warning`)
@@ -500,13 +501,7 @@ def train_counts_from_requests(requests: pl.DataFrame, *, split: str | None = "t
     ``union`` of the pooled rows of ``split`` (None: every row given). Rows: ``union``, ``counts`` (and
     ``split``). Items nobody named are absent."""
     rows = requests if split is None else requests.filter(pl.col("split") == split)
-    table = (
-        rows.select(pl.col("union").alias("item_id"), pl.col("counts").alias("n"))
-        .explode("item_id", "n")
-        .drop_nulls("item_id")
-        .group_by("item_id")
-        .agg(pl.col("n").sum())
-    )
+    table = item_mentions(rows)
     return dict(zip(table["item_id"].to_list(), (int(n) for n in table["n"].to_list()), strict=True))
 
 
