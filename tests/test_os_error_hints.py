@@ -10,7 +10,9 @@ from remark.cli import main as cli
 def test_read_only_and_full_disks_say_what_to_do():
     ro = cli._os_error_message(OSError(errno.EROFS, "Read-only file system", "/mnt/ro/dm"))
     assert ro.startswith("/mnt/ro/dm: Read-only file system (") and "writable disk" in ro
-    full = cli._os_error_message(OSError(errno.ENOSPC, "No space left on device", "/d/out", None, "/d/out.tmp"))
+    full = cli._os_error_message(
+        OSError(errno.ENOSPC, "No space left on device", "/d/out", None, "/d/out.tmp")
+    )
     assert full.startswith("/d/out, /d/out.tmp: No space left on device (the disk is full")
     plain = cli._os_error_message(OSError(errno.EISDIR, "Is a directory", "/x"))
     assert plain == "/x: Is a directory"  # no hint invented where there is none

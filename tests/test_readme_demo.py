@@ -142,7 +142,7 @@ def test_one_seed_on_another_host_gives_no_tolerance():
 
 def test_protoqa_rows_average_the_seeds_and_sit_under_the_table():
     s = _fake_summary(n_seeds=3)
-    pq = lambda x: {"protoqa": {"per_responder": {"mean": x}}}  # noqa: E731
+    pq = lambda x: {"protoqa": {"per_responder": {"recall@10": {"mean": x}, "recall@5": {"mean": 0.9}}}}  # noqa: E731
     s["test"] = {"sft": {"sampled": pq(0.10), "greedy": pq(0.05)}}
     for m, vals in (("remark", (0.11, 0.12, 0.13)), ("rank_grpo", (0.10, 0.10, 0.10))):
         for seed, v in enumerate(vals):

@@ -456,9 +456,10 @@ PROTOQA_ROW = "ProtoQA matching:"
 def protoqa_rows(summary: dict[str, Any]) -> dict[str, list[dict[str, float] | None]]:
     """Per model, per README column (test set x lists): ProtoQA's own per-question matching
     (``eval.protoqa_match``: each line against its own question's answer clusters), per-responder
-    recall@K: the mean over the RL seeds, its standard deviation and range, or None where the data carry no
-    answer clusters."""
+    recall@K (``protoqa.per_responder["recall@K"]`` of each run's evaluation): the mean over the RL seeds, its
+    standard deviation and range, or None where the data carry no answer clusters."""
     sets = [summary.get("test", {})] + [t["models"] for t in summary.get("test_sets", {}).values()]
+    k = summary["settings"]["k"]
     out: dict[str, list[dict[str, float] | None]] = {}
     for m in ("sft", *METHODS):
         names = ["sft"] if m == "sft" else [f"{m}-seed{x}" for x in summary["settings"]["rl_seeds"]]
@@ -469,6 +470,7 @@ def protoqa_rows(summary: dict[str, Any]) -> dict[str, list[dict[str, float] | N
                     _num(
                         ((models.get(n, {}).get(lists) or {}).get("protoqa") or {})
                         .get("per_responder", {})
+                        .get(f"recall@{k}", {})
                         .get("mean")
                     )
                     for n in names
