@@ -2,7 +2,7 @@
 
 Examples::
 
-    remark demo                                   # real ProtoQA, shipped in the package: about 10 minutes
+    remark demo                                   # real ProtoQA, shipped: 3 RL seeds, 66 min on 2 busy AMD EPYC cores (README)
     remark demo --fast --out runs/demo_fast       # tiny everything, under a minute (numbers meaningless)
     remark demo --data protoqa --data-dir protoqa-data/data/dev/dev.scraped.jsonl --out runs/demo_protoqa
                                                   # another copy of ProtoQA's scraped dev file
@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
 
     p = subparsers.add_parser(
         "demo",
-        help="ReMaRk vs Rank-GRPO end to end on CPU in minutes (ProtoQA, shipped; or synthetic data)",
+        help="ReMaRk vs Rank-GRPO end to end on CPU (ProtoQA, shipped; or synthetic data; ~66 min on 2 busy cores)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
